@@ -1,0 +1,298 @@
+// Package engine runs a compiled topology as one replica of a consumer
+// group: the transaction loop, rebalances, rewinds and shutdown. The public
+// processor package configures it.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
+)
+
+// Header names the engine writes.
+const (
+	HeaderSource       = "onceflow-source"
+	HeaderRejectReason = "onceflow-reject-reason"
+	HeaderRejectError  = "onceflow-reject-error"
+)
+
+// Rejection reasons.
+const (
+	ReasonUndecodable     = "undecodable"
+	ReasonProcessingError = "processing-error"
+)
+
+// Config is the engine's complete, validated configuration.
+type Config struct {
+	Client         kafka.Client
+	Timeouts       kafka.Timeouts
+	AppID          string
+	InstanceID     string
+	ExactlyOnce    bool
+	CommitInterval time.Duration
+	CommitRecords  int
+	Logger         hclog.Logger
+	Registerer     prometheus.Registerer
+	Hooks          Hooks
+}
+
+// Hooks let tests stop the loop between two steps. Nil hooks are skipped.
+type Hooks struct {
+	// BeforeAddOffsets runs before the offsets join the transaction.
+	BeforeAddOffsets func()
+	// BeforeCommit runs after the offsets joined, before CommitTxn.
+	BeforeCommit func()
+}
+
+// Engine is one replica.
+type Engine struct {
+	cfg      Config
+	g        *graph.Graph
+	log      hclog.Logger
+	m        *metrics
+	c        counters
+	rejected string
+
+	// Set once in Run before any session starts.
+	sinkParts     map[string]int32
+	rejectedParts int32
+	topics        []string
+
+	producer *kafka.Producer // owned by Run between sessions, by the driver during one
+	group    *kafka.Group
+
+	ready   atomic.Bool
+	crashed atomic.Bool
+	mu      struct {
+		sync.Mutex
+		cancelSession context.CancelFunc
+	}
+}
+
+// New prepares a replica; it does no I/O.
+func New(cfg Config, g *graph.Graph) (*Engine, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	m, err := newMetrics(cfg.Registerer, cfg.AppID, cfg.InstanceID)
+	if err != nil {
+		return nil, fmt.Errorf("engine: register metrics: %w", err)
+	}
+	return &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected"}, nil
+}
+
+// Stats returns a snapshot of the counters.
+func (e *Engine) Stats() Stats { return e.c.snapshot() }
+
+// Ready reports whether the replica is in a group session.
+func (e *Engine) Ready() bool { return e.ready.Load() }
+
+// RejectedTopic is where rejected records go.
+func (e *Engine) RejectedTopic() string { return e.rejected }
+
+// Crash makes the next stop an unclean one, as if the process were killed:
+// no commit, no abort, no leave. For tests.
+func (e *Engine) Crash() { e.crashed.Store(true) }
+
+// Run prepares topics, joins the group and processes until ctx ends, then
+// commits or aborts the open transaction and leaves the group.
+func (e *Engine) Run(ctx context.Context) error {
+	if err := e.prepare(ctx); err != nil {
+		return err
+	}
+	group, err := kafka.NewGroup(e.cfg.Client, e.cfg.Timeouts, e.cfg.AppID, e.cfg.InstanceID, 0)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	e.group = group
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for err := range group.Errors() {
+			e.log.Warn("group error", "error", err)
+		}
+	}()
+	err = e.loop(ctx)
+	e.shutdown()
+	<-drained
+	return err
+}
+
+// loop runs one group session after another.
+func (e *Engine) loop(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		if e.producer == nil {
+			p, err := e.newProducer(ctx)
+			if err != nil {
+				return err
+			}
+			e.producer = p
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		e.mu.Lock()
+		e.mu.cancelSession = cancel
+		e.mu.Unlock()
+		ended := time.Now()
+		err := e.group.Consume(sctx, e.topics, &handler{e: e, joined: ended})
+		cancel()
+		switch {
+		case errors.Is(err, kafka.ErrFencedInstance):
+			return fmt.Errorf("engine: %w", err)
+		case err != nil && ctx.Err() == nil:
+			e.log.Warn("group session failed; joining again", "error", err, "backoff", backoff)
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+		default:
+			backoff = 100 * time.Millisecond
+		}
+	}
+	return nil
+}
+
+// newProducer creates the output producer, retrying while the cluster
+// does not answer.
+func (e *Engine) newProducer(ctx context.Context) (*kafka.Producer, error) {
+	txnID := ""
+	if e.cfg.ExactlyOnce {
+		txnID = e.cfg.AppID + "-" + e.cfg.InstanceID
+	}
+	wait := 200 * time.Millisecond
+	for {
+		p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID)
+		if err == nil {
+			return p, nil
+		}
+		e.log.Warn("cannot create producer; retrying", "transactional_id", txnID, "error", err, "backoff", wait)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// rewind ends the current session so the next one starts from the
+// committed offsets. sarama cannot seek a claim, so ending the session is
+// the only way to replay what an abort discarded.
+func (e *Engine) rewind() {
+	e.mu.Lock()
+	cancel := e.mu.cancelSession
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func (e *Engine) shutdown() {
+	if e.crashed.Load() {
+		if e.producer != nil {
+			e.producer.Close()
+		}
+		e.group.Close()
+		return
+	}
+	if err := e.group.Leave(); err != nil {
+		e.log.Warn("leave group", "error", err)
+	}
+	if err := e.group.Close(); err != nil {
+		e.log.Warn("close group", "error", err)
+	}
+	if e.producer != nil {
+		if err := e.producer.Close(); err != nil {
+			e.log.Warn("close producer", "error", err)
+		}
+	}
+}
+
+// prepare checks the input topics and creates the output topics.
+func (e *Engine) prepare(ctx context.Context) error {
+	admin, err := kafka.Connect(ctx, e.cfg.Client)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	defer admin.Close()
+	sources := e.g.SourceTopics()
+	have, err := admin.Partitions(sources...)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	var errs []error
+	for _, t := range sources {
+		if _, ok := have[t]; !ok {
+			errs = append(errs, fmt.Errorf("input topic %q does not exist (%w)", t, kafka.ErrTopicMissing))
+		}
+	}
+	want := map[string]int32{}
+	var maxParts int32
+	for _, st := range e.g.SubTopologies {
+		var n int32
+		for _, t := range st.SourceTopics {
+			p, ok := have[t]
+			if !ok {
+				continue
+			}
+			if n != 0 && p != n {
+				errs = append(errs, fmt.Errorf("sub-topology %d reads topics that are not co-partitioned: %s", st.ID, describeParts(st.SourceTopics, have)))
+				break
+			}
+			n = p
+		}
+		maxParts = max(maxParts, n)
+		for _, t := range st.SinkTopics {
+			want[t] = max(want[t], n)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	want[e.rejected] = max(maxParts, 1)
+	parts, err := admin.Ensure(want, nil)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	e.sinkParts = parts
+	e.rejectedParts = parts[e.rejected]
+	e.topics = sources
+	e.log.Info("topics ready", "inputs", sources, "outputs", parts)
+	return nil
+}
+
+func describeParts(topics []string, have map[string]int32) string {
+	var parts []string
+	for _, t := range topics {
+		parts = append(parts, fmt.Sprintf("%s has %d partitions", t, have[t]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// taskName names a task for metrics and logs.
+func taskName(sub int, partition int32) string { return fmt.Sprintf("%d_%d", sub, partition) }
+
+// claimsString lists a session's claims, sorted, for logs.
+func claimsString(c map[string][]int32) string {
+	var b strings.Builder
+	for _, t := range slices.Sorted(maps.Keys(c)) {
+		ps := slices.Clone(c[t])
+		slices.Sort(ps)
+		fmt.Fprintf(&b, "%s%v ", t, ps)
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Stats is a snapshot of a replica's counters since it started.
+type Stats struct {
+	RecordsIn           int64 // consumed records processed (in committed or aborted transactions)
+	RecordsOut          int64 // records sent to output topics
+	Rejected            int64 // records sent to the rejected-records topic
+	Committed           int64 // transactions (or at-least-once commits) that succeeded
+	Aborted             int64 // transactions aborted (each followed by a rewind)
+	ProducerRecreations int64 // producers closed and created again after fencing or an unknown outcome
+	Sessions            int64 // group sessions (generations) this replica took part in
+}
+
+// counters back Stats.
+type counters struct {
+	in, out, rejected, committed, aborted, recreated, sessions atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		RecordsIn:           c.in.Load(),
+		RecordsOut:          c.out.Load(),
+		Rejected:            c.rejected.Load(),
+		Committed:           c.committed.Load(),
+		Aborted:             c.aborted.Load(),
+		ProducerRecreations: c.recreated.Load(),
+		Sessions:            c.sessions.Load(),
+	}
+}
+
+// metrics are the Prometheus collectors of one replica. Names are listed in
+// the processor package doc.
+type metrics struct {
+	recordsIn      *prometheus.CounterVec
+	recordsOut     *prometheus.CounterVec
+	rejected       *prometheus.CounterVec
+	transactions   *prometheus.CounterVec
+	commitLatency  prometheus.Histogram
+	recordsPerTxn  prometheus.Histogram
+	recreations    prometheus.Counter
+	rebalances     prometheus.Counter
+	rebalanceTime  prometheus.Histogram
+	assignedTasks  prometheus.Gauge
+	commitFailures *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, error) {
+	labels := prometheus.Labels{"app": app, "instance": instance}
+	m := &metrics{
+		recordsIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_records_in_total",
+			Help: "Records consumed and processed, per task.", ConstLabels: labels}, []string{"task"}),
+		recordsOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_records_out_total",
+			Help: "Records sent to output topics.", ConstLabels: labels}, []string{"topic"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_rejected_records_total",
+			Help: "Records written to the rejected-records topic, by reason.", ConstLabels: labels}, []string{"reason"}),
+		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_transactions_total",
+			Help: "Transactions by outcome (committed, aborted).", ConstLabels: labels}, []string{"outcome"}),
+		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "onceflow_commit_latency_seconds",
+			Help: "Time to add offsets and commit a transaction.", ConstLabels: labels,
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		recordsPerTxn: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "onceflow_records_per_transaction",
+			Help: "Consumed records per committed transaction.", ConstLabels: labels,
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
+		recreations: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_producer_recreations_total",
+			Help: "Producers closed and created again (fenced, timed out, unknown commit outcome).", ConstLabels: labels}),
+		rebalances: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_rebalances_total",
+			Help: "Group sessions started (one per generation joined).", ConstLabels: labels}),
+		rebalanceTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "onceflow_rebalance_duration_seconds",
+			Help: "Time from the end of one session to the start of the next.", ConstLabels: labels,
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
+		assignedTasks: prometheus.NewGauge(prometheus.GaugeOpts{Name: "onceflow_assigned_partitions",
+			Help: "Input partitions this replica owns.", ConstLabels: labels}),
+		commitFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_commit_failures_total",
+			Help: "Failed transaction steps, by class (abortable, fatal, unknown, produce).", ConstLabels: labels}, []string{"class"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.recordsIn, m.recordsOut, m.rejected, m.transactions, m.commitLatency,
+			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,341 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
+)
+
+// handler receives one group session at a time.
+type handler struct {
+	e      *Engine
+	joined time.Time
+	d      *driver
+	done   chan struct{}
+}
+
+func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
+	e := h.e
+	e.c.sessions.Add(1)
+	e.m.rebalances.Inc()
+	e.m.rebalanceTime.Observe(time.Since(h.joined).Seconds())
+	n := 0
+	for _, ps := range s.Claims() {
+		n += len(ps)
+	}
+	e.m.assignedTasks.Set(float64(n))
+	md := s.Metadata()
+	e.log.Info("session started", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(s.Claims()))
+	batches := make(chan kafka.Batch, 64)
+	h.d = &driver{e: e, s: s, p: e.producer, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{}}
+	h.done = make(chan struct{})
+	go func() {
+		defer close(h.done)
+		h.d.run()
+	}()
+	e.ready.Store(true)
+	return batches, nil
+}
+
+// Cleanup runs in the revoke window: every claim stopped delivering. The
+// driver commits what it processed (or aborts) before the member rejoins.
+func (h *handler) Cleanup(s kafka.Session) error {
+	h.e.ready.Store(false)
+	close(h.d.finish)
+	<-h.done
+	h.e.producer = h.d.p // nil when the driver had to drop it
+	h.e.log.Debug("session ended", "generation", s.Metadata().GenerationID)
+	return nil
+}
+
+// driver is the one goroutine that drives the producer during a session:
+// it processes batches, opens and commits transactions, and rewinds on
+// failure.
+type driver struct {
+	e       *Engine
+	s       kafka.Session
+	p       *kafka.Producer
+	batches chan kafka.Batch
+	finish  chan struct{}
+
+	open     bool // a transaction (or an at-least-once interval) has records
+	failed   bool // the session is being rewound; process nothing more
+	offsets  map[string]map[int32]int64
+	records  int
+	started  time.Time
+	out      []kafka.Message // outputs of the record being processed
+	lineage  string
+	input    graph.Input
+	inRecord *kafka.Record
+}
+
+func (d *driver) run() {
+	interval := d.e.cfg.CommitInterval
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case b := <-d.batches:
+			if d.failed {
+				continue
+			}
+			d.process(b)
+			if d.open && d.records >= d.e.cfg.CommitRecords {
+				d.commit()
+			}
+		case <-tick.C:
+			if d.open && !d.failed && time.Since(d.started) >= interval/2 {
+				d.commit()
+			}
+		case <-d.finish:
+			if d.e.crashed.Load() {
+				return
+			}
+			if d.open && !d.failed {
+				d.commit()
+			}
+			return
+		}
+	}
+}
+
+// begin opens a transaction for the first record of an interval.
+func (d *driver) begin() bool {
+	if d.e.cfg.ExactlyOnce {
+		if err := d.p.Begin(); err != nil {
+			d.fail("begin", err)
+			return false
+		}
+	}
+	d.open = true
+	d.started = time.Now()
+	return true
+}
+
+func (d *driver) process(b kafka.Batch) {
+	if !d.open && !d.begin() {
+		return
+	}
+	e := d.e
+	src := e.g.Source(b.Topic)
+	task := taskName(e.g.SubTopologyOf(b.Topic), b.Partition)
+	for i := range b.Records {
+		r := &b.Records[i]
+		d.handle(src, r)
+	}
+	if err := d.p.Err(); err != nil {
+		e.m.commitFailures.WithLabelValues("produce").Inc()
+		d.fail("produce", err)
+		return
+	}
+	parts := d.offsets[b.Topic]
+	if parts == nil {
+		parts = map[int32]int64{}
+		d.offsets[b.Topic] = parts
+	}
+	parts[b.Partition] = b.Records[len(b.Records)-1].Offset + 1
+	d.records += len(b.Records)
+	e.c.in.Add(int64(len(b.Records)))
+	e.m.recordsIn.WithLabelValues(task).Add(float64(len(b.Records)))
+}
+
+// handle runs one record through the graph. Its outputs are held until the
+// whole graph succeeded, so a failing record leaves no partial output: it
+// is rejected instead.
+func (d *driver) handle(src *graph.Node, r *kafka.Record) {
+	d.out = d.out[:0]
+	d.inRecord = r
+	d.lineage = ""
+	k, v, err := src.Decode(r.Key, r.Value)
+	if err != nil {
+		d.reject(r, ReasonUndecodable, err)
+		return
+	}
+	d.input = graph.Input{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Headers: r.Headers}
+	err = graph.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.Headers, Timestamp: r.Timestamp}, d)
+	if err != nil {
+		d.reject(r, ReasonProcessingError, err)
+		return
+	}
+	for i := range d.out {
+		d.p.Send(&d.out[i])
+		d.e.m.recordsOut.WithLabelValues(d.out[i].Topic).Inc()
+	}
+	d.e.c.out.Add(int64(len(d.out)))
+}
+
+func (d *driver) source() string {
+	if d.lineage == "" {
+		r := d.inRecord
+		d.lineage = r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
+	}
+	return d.lineage
+}
+
+// Emit implements graph.Emitter: it buffers one output with its lineage.
+func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
+	hs := make([]graph.Header, 0, len(headers)+1)
+	for _, h := range headers {
+		if h.Key != HeaderSource {
+			hs = append(hs, h)
+		}
+	}
+	hs = append(hs, graph.Header{Key: HeaderSource, Value: []byte(d.source())})
+	d.out = append(d.out, kafka.Message{
+		Topic:     topic,
+		Partition: kafka.Partition(key, d.inRecord.Partition, d.e.sinkParts[topic]),
+		Key:       key,
+		Value:     value,
+		Headers:   hs,
+		Timestamp: ts,
+	})
+	return nil
+}
+
+// reject writes r to the rejected-records topic with its reason.
+func (d *driver) reject(r *kafka.Record, reason string, cause error) {
+	e := d.e
+	hs := make([]graph.Header, 0, len(r.Headers)+3)
+	for _, h := range r.Headers {
+		if h.Key != HeaderSource && h.Key != HeaderRejectReason && h.Key != HeaderRejectError {
+			hs = append(hs, h)
+		}
+	}
+	hs = append(hs,
+		graph.Header{Key: HeaderRejectReason, Value: []byte(reason)},
+		graph.Header{Key: HeaderSource, Value: []byte(d.source())},
+		graph.Header{Key: HeaderRejectError, Value: []byte(cause.Error())},
+	)
+	d.p.Send(&kafka.Message{
+		Topic:     e.rejected,
+		Partition: r.Partition % e.rejectedParts,
+		Key:       r.Key,
+		Value:     r.Value,
+		Headers:   hs,
+		Timestamp: r.Timestamp,
+	})
+	e.c.rejected.Add(1)
+	e.m.rejected.WithLabelValues(reason).Inc()
+	e.log.Debug("record rejected", "reason", reason, "source", d.source(), "error", cause)
+}
+
+// commit ends the interval: offsets and outputs commit together.
+func (d *driver) commit() {
+	e := d.e
+	start := time.Now()
+	if e.cfg.ExactlyOnce {
+		if err := d.p.Err(); err != nil {
+			e.m.commitFailures.WithLabelValues("produce").Inc()
+			d.fail("produce", err)
+			return
+		}
+		if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
+			h()
+		}
+		if err := d.p.AddOffsets(d.offsets, d.s.Metadata()); err != nil {
+			d.fail("add offsets", err)
+			return
+		}
+		if h := e.cfg.Hooks.BeforeCommit; h != nil {
+			h()
+		}
+		if err := d.commitTxn(); err != nil {
+			d.fail("commit", err)
+			return
+		}
+	} else {
+		if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
+			h()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Transaction)
+		err := d.p.Flush(ctx)
+		cancel()
+		if err != nil {
+			d.fail("flush", err)
+			return
+		}
+		if err := d.s.Commit(d.offsets); err != nil {
+			d.fail("commit offsets", err)
+			return
+		}
+	}
+	e.c.committed.Add(1)
+	e.m.transactions.WithLabelValues("committed").Inc()
+	e.m.commitLatency.Observe(time.Since(start).Seconds())
+	e.m.recordsPerTxn.Observe(float64(d.records))
+	d.reset()
+}
+
+// errUnknownOutcome marks an EndTxn whose outcome could not be learned.
+var errUnknownOutcome = errors.New("engine: transaction outcome unknown")
+
+// commitTxn commits, retrying a call that failed without making the
+// transaction abortable or the producer fatal (the outcome is unknown).
+func (d *driver) commitTxn() error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = d.p.Commit(); err == nil {
+			return nil
+		}
+		switch d.p.State() {
+		case kafka.TxnAbortable, kafka.TxnFatal, kafka.TxnReady:
+			return err
+		}
+		d.e.log.Warn("commit failed with unknown outcome; retrying", "attempt", attempt+1, "error", err)
+	}
+	return fmt.Errorf("%w: %v", errUnknownOutcome, err)
+}
+
+func (d *driver) reset() {
+	d.open = false
+	d.records = 0
+	clear(d.offsets)
+}
+
+// fail aborts the open transaction (or, when that is impossible, drops the
+// producer so it is created again with the same transactional id, which
+// aborts the transaction on the broker) and rewinds the session.
+func (d *driver) fail(step string, err error) {
+	e := d.e
+	state := kafka.TxnReady
+	if e.cfg.ExactlyOnce {
+		state = d.p.State()
+	}
+	e.log.Warn("transaction failed; rewinding", "step", step, "state", state, "error", err)
+	e.m.commitFailures.WithLabelValues(state.String()).Inc()
+	drop := errors.Is(err, errUnknownOutcome) || kafka.IsFenced(err)
+	if e.cfg.ExactlyOnce && !drop {
+		switch state {
+		case kafka.TxnOpen, kafka.TxnAbortable:
+			if aerr := d.p.Abort(); aerr != nil {
+				e.log.Warn("abort failed; recreating producer", "error", aerr)
+				drop = true
+			}
+		case kafka.TxnFatal, kafka.TxnUnknown:
+			drop = true
+		}
+	}
+	if !e.cfg.ExactlyOnce && !errors.Is(err, context.DeadlineExceeded) {
+		// An at-least-once producer with failed sends is reset by the rewind
+		// alone: the records are consumed again and sent again.
+		drop = false
+	}
+	if drop {
+		d.p.Close()
+		d.p = nil
+		e.c.recreated.Add(1)
+		e.m.recreations.Inc()
+	} else {
+		d.p.Reset()
+	}
+	e.c.aborted.Add(1)
+	e.m.transactions.WithLabelValues("aborted").Inc()
+	d.reset()
+	d.failed = true
+	e.rewind()
+}

@@ -1,0 +1,229 @@
+// Package graph is the executable form of a topology: the nodes the runtime
+// pushes records through. The public topology package builds it; the
+// runtime runs it. Keys and values travel boxed between nodes; each node's
+// closures know the concrete types.
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Kind says what a node does.
+type Kind int
+
+const (
+	KindSource Kind = iota
+	KindProcessor
+	KindSink
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindSource:
+		return "source"
+	case KindProcessor:
+		return "processor"
+	case KindSink:
+		return "sink"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Header is one record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is a record in flight between nodes.
+type Record struct {
+	Key       any
+	Value     any
+	Headers   []Header
+	Timestamp time.Time
+}
+
+// Input names the consumed record a record in flight descends from.
+type Input struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Headers   []Header
+}
+
+// Emitter receives the encoded output of sink nodes.
+type Emitter interface {
+	Emit(topic string, key, value []byte, headers []Header, ts time.Time) error
+}
+
+// Node is one vertex of the graph.
+type Node struct {
+	ID       int
+	Name     string
+	Kind     Kind
+	Op       string // map, filter, flat-map, process, ... (for Describe)
+	Topic    string // sources and sinks
+	Format   string // key and value codecs, for Describe
+	Children []*Node
+
+	// Decode turns consumed bytes into the source's key and value.
+	Decode func(key, value []byte) (k, v any, err error)
+	// Process handles one record; it forwards results with Context.Forward.
+	Process func(c *Context, r Record) error
+	// Encode turns a sink's key and value into bytes.
+	Encode func(k, v any) (key, value []byte, err error)
+}
+
+// SubTopology is a connected part of the graph. Its source topics must be
+// co-partitioned; a task is one sub-topology on one partition.
+type SubTopology struct {
+	ID           int
+	SourceTopics []string
+	SinkTopics   []string
+}
+
+// Graph is a validated topology.
+type Graph struct {
+	Name          string
+	Nodes         []*Node
+	SubTopologies []SubTopology
+
+	sources map[string]*Node
+	subOf   map[string]int
+}
+
+// New indexes nodes into a graph. Nodes must already be valid.
+func New(name string, nodes []*Node) *Graph {
+	g := &Graph{Name: name, Nodes: nodes, sources: map[string]*Node{}, subOf: map[string]int{}}
+	parent := make([]int, len(nodes))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	for _, n := range nodes {
+		for _, c := range n.Children {
+			parent[find(n.ID)] = find(c.ID)
+		}
+	}
+	roots := map[int]int{}
+	for _, n := range nodes {
+		r := find(n.ID)
+		id, ok := roots[r]
+		if !ok {
+			id = len(g.SubTopologies)
+			roots[r] = id
+			g.SubTopologies = append(g.SubTopologies, SubTopology{ID: id})
+		}
+		st := &g.SubTopologies[id]
+		switch n.Kind {
+		case KindSource:
+			g.sources[n.Topic] = n
+			g.subOf[n.Topic] = id
+			st.SourceTopics = append(st.SourceTopics, n.Topic)
+		case KindSink:
+			if !slices.Contains(st.SinkTopics, n.Topic) {
+				st.SinkTopics = append(st.SinkTopics, n.Topic)
+			}
+		}
+	}
+	return g
+}
+
+// Source returns the source node reading topic, or nil.
+func (g *Graph) Source(topic string) *Node { return g.sources[topic] }
+
+// SubTopologyOf returns the sub-topology a source topic belongs to.
+func (g *Graph) SubTopologyOf(topic string) int { return g.subOf[topic] }
+
+// SourceTopics lists every source topic, sorted.
+func (g *Graph) SourceTopics() []string {
+	var ts []string
+	for t := range g.sources {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// SinkTopics lists every sink topic, sorted, without repeats.
+func (g *Graph) SinkTopics() []string {
+	var ts []string
+	for _, n := range g.Nodes {
+		if n.Kind == KindSink && !slices.Contains(ts, n.Topic) {
+			ts = append(ts, n.Topic)
+		}
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// Context is what a node sees while it handles a record.
+type Context struct {
+	node  *Node
+	input *Input
+	out   Emitter
+}
+
+// Input returns the consumed record being processed.
+func (c *Context) Input() *Input { return c.input }
+
+// Node returns the node handling the record.
+func (c *Context) Node() *Node { return c.node }
+
+// Forward sends r to every child of the current node.
+func (c *Context) Forward(r Record) error {
+	node := c.node
+	defer func() { c.node = node }()
+	for _, child := range node.Children {
+		c.node = child
+		if err := c.deliver(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Context) deliver(r Record) error {
+	n := c.node
+	switch n.Kind {
+	case KindSink:
+		k, v, err := n.Encode(r.Key, r.Value)
+		if err != nil {
+			return &NodeError{Node: n.Name, Err: err}
+		}
+		return c.out.Emit(n.Topic, k, v, r.Headers, r.Timestamp)
+	default:
+		if err := n.Process(c, r); err != nil {
+			if _, ok := errors.AsType[*NodeError](err); ok {
+				return err
+			}
+			return &NodeError{Node: n.Name, Err: err}
+		}
+		return nil
+	}
+}
+
+// Run pushes one decoded record from source through the graph.
+func Run(source *Node, in *Input, r Record, out Emitter) error {
+	c := &Context{node: source, input: in, out: out}
+	return c.Forward(r)
+}
+
+// NodeError says which node failed.
+type NodeError struct {
+	Node string
+	Err  error
+}
+
+func (e *NodeError) Error() string { return fmt.Sprintf("node %q: %v", e.Node, e.Err) }
+func (e *NodeError) Unwrap() error { return e.Err }

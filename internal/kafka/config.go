@@ -1,0 +1,230 @@
+package kafka
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// SASL holds SASL/PLAIN credentials.
+type SASL struct {
+	Mechanism string // "" (none) or "PLAIN"
+	User      string
+	Password  string
+}
+
+// Client is what every connection to the cluster needs.
+type Client struct {
+	Brokers  []string
+	ClientID string
+	TLS      *tls.Config // nil: plaintext
+	SASL     SASL
+}
+
+// Validate lists every problem at once.
+func (c Client) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("no brokers given"))
+	}
+	for _, b := range c.Brokers {
+		if strings.TrimSpace(b) == "" || !strings.Contains(b, ":") {
+			errs = append(errs, fmt.Errorf("broker address %q is not host:port", b))
+		}
+	}
+	switch strings.ToUpper(c.SASL.Mechanism) {
+	case "":
+	case "PLAIN":
+		if c.SASL.User == "" {
+			errs = append(errs, errors.New("SASL PLAIN needs a user"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("SASL mechanism %q is not supported (PLAIN is)", c.SASL.Mechanism))
+	}
+	return errors.Join(errs...)
+}
+
+// Timeouts are the group and transaction timeouts. They must agree: a
+// transaction times out before the session does (so a zombie's open
+// transaction is aborted before its partitions could move), and a request
+// that may wait out a rebalance (JoinGroup) or a pending transactional
+// offset commit is given longer than the broker may hold it.
+type Timeouts struct {
+	Session     time.Duration
+	Rebalance   time.Duration
+	Transaction time.Duration
+	Heartbeat   time.Duration
+}
+
+// Defaults for zero Timeouts fields.
+const (
+	DefaultSessionTimeout     = 10 * time.Second
+	DefaultRebalanceTimeout   = 30 * time.Second
+	DefaultTransactionTimeout = 8 * time.Second
+)
+
+// WithDefaults fills zero fields.
+func (t Timeouts) WithDefaults() Timeouts {
+	if t.Session == 0 {
+		t.Session = DefaultSessionTimeout
+	}
+	if t.Rebalance == 0 {
+		t.Rebalance = DefaultRebalanceTimeout
+	}
+	if t.Transaction == 0 {
+		t.Transaction = min(DefaultTransactionTimeout, t.Session*4/5)
+	}
+	if t.Heartbeat == 0 {
+		t.Heartbeat = t.Session / 5
+	}
+	return t
+}
+
+// Validate checks that the timeouts agree.
+func (t Timeouts) Validate() error {
+	var errs []error
+	if t.Transaction >= t.Session {
+		errs = append(errs, fmt.Errorf("transaction timeout %v must be below the session timeout %v", t.Transaction, t.Session))
+	}
+	if t.Heartbeat*3 > t.Session {
+		errs = append(errs, fmt.Errorf("heartbeat interval %v must be at most a third of the session timeout %v", t.Heartbeat, t.Session))
+	}
+	if t.Session < time.Second {
+		errs = append(errs, fmt.Errorf("session timeout %v is below 1s", t.Session))
+	}
+	if t.Rebalance < t.Session {
+		errs = append(errs, fmt.Errorf("rebalance timeout %v is below the session timeout %v", t.Rebalance, t.Session))
+	}
+	return errors.Join(errs...)
+}
+
+// base is the configuration every client of the engine shares.
+func base(c Client, t Timeouts) *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V4_0_0_0
+	cfg.ClientID = c.ClientID
+	if cfg.ClientID == "" {
+		cfg.ClientID = "onceflow"
+	}
+	cfg.Net.DialTimeout = 5 * time.Second
+	cfg.Net.WriteTimeout = 10 * time.Second
+	// A JoinGroup is held by the coordinator until the rebalance completes,
+	// up to the rebalance timeout: the read deadline must be longer, or the
+	// client gives up, rejoins and prolongs the very rebalance it waits for.
+	cfg.Net.ReadTimeout = t.Rebalance + 5*time.Second
+	if c.TLS != nil {
+		cfg.Net.TLS.Enable = true
+		cfg.Net.TLS.Config = c.TLS
+	}
+	if strings.EqualFold(c.SASL.Mechanism, "PLAIN") {
+		cfg.Net.SASL.Enable = true
+		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+		cfg.Net.SASL.User = c.SASL.User
+		cfg.Net.SASL.Password = c.SASL.Password
+	}
+	// An offset fetch answered UNSTABLE_OFFSET_COMMIT (a previous owner's
+	// transaction is still open) is retried only Retry.Max × Backoff: make
+	// that budget outlast the transaction timeout.
+	cfg.Metadata.Retry.Backoff = 250 * time.Millisecond
+	cfg.Metadata.Retry.Max = int(t.Transaction/cfg.Metadata.Retry.Backoff) + 8
+	cfg.Metadata.AllowAutoTopicCreation = false
+	return cfg
+}
+
+// ConsumerConfig is the sarama configuration of the group consumer.
+func consumerConfig(c Client, t Timeouts, instanceID string, exactlyOnce bool) *sarama.Config {
+	cfg := base(c, t)
+	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	cfg.Consumer.Return.Errors = true
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	// Offsets are committed in the transaction (exactly-once) or by the
+	// engine after every output is acknowledged (at-least-once); never by
+	// a timer.
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	cfg.Consumer.Group.InstanceId = instanceID
+	cfg.Consumer.Group.Session.Timeout = t.Session
+	cfg.Consumer.Group.Heartbeat.Interval = t.Heartbeat
+	cfg.Consumer.Group.Rebalance.Timeout = t.Rebalance
+	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategySticky()}
+	cfg.Consumer.Group.ResetInvalidOffsets = true
+	cfg.Consumer.Fetch.Default = 4 << 20
+	cfg.Consumer.MaxProcessingTime = time.Second
+	cfg.ChannelBufferSize = 1024
+	return cfg
+}
+
+// producerConfig is the sarama configuration of the output producer.
+func producerConfig(c Client, t Timeouts, transactionalID string) *sarama.Config {
+	cfg := base(c, t)
+	cfg.Producer.Idempotent = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Retry.Max = 5
+	cfg.Producer.Retry.Backoff = 100 * time.Millisecond
+	cfg.Producer.Return.Errors = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Compression = sarama.CompressionNone
+	cfg.Producer.MaxMessageBytes = 1 << 20
+	cfg.Net.MaxOpenRequests = 1
+	cfg.ChannelBufferSize = 4096
+	if transactionalID != "" {
+		cfg.Producer.Transaction.ID = transactionalID
+		cfg.Producer.Transaction.Timeout = t.Transaction
+		cfg.Producer.Transaction.Retry.Max = 50
+		cfg.Producer.Transaction.Retry.Backoff = 50 * time.Millisecond
+	} else {
+		cfg.Producer.Return.Successes = true
+	}
+	return cfg
+}
+
+// Partition maps a key to a partition the way Kafka's Java clients do
+// (murmur2, positive, modulo the count), so topics written by onceflow stay
+// co-partitioned with those written by other clients. A record without a key
+// stays on fallback modulo n (the input partition, deterministically).
+func Partition(key []byte, fallback int32, n int32) int32 {
+	if n <= 0 {
+		return 0
+	}
+	if key == nil {
+		return fallback % n
+	}
+	return int32(murmur2(key)&0x7fffffff) % n
+}
+
+// murmur2 is the 32-bit hash of Kafka's default partitioner.
+func murmur2(data []byte) uint32 {
+	const (
+		seed uint32 = 0x9747b28c
+		m    uint32 = 0x5bd1e995
+		r           = 24
+	)
+	h := seed ^ uint32(len(data))
+	for len(data) >= 4 {
+		k := uint32(data[0]) | uint32(data[1])<<8 | uint32(data[2])<<16 | uint32(data[3])<<24
+		k *= m
+		k ^= k >> r
+		k *= m
+		h *= m
+		h ^= k
+		data = data[4:]
+	}
+	switch len(data) {
+	case 3:
+		h ^= uint32(data[2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(data[1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(data[0])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return h
+}

@@ -1,0 +1,230 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/onceflow/onceflow/internal/graph"
+)
+
+// ErrFencedInstance means another live replica uses the same instance id.
+// Not retryable: instance ids must be unique among live replicas.
+var ErrFencedInstance = errors.New("kafka: another replica joined with the same instance id")
+
+// Record is one consumed record.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Headers   []graph.Header
+	Timestamp time.Time
+}
+
+// Batch is consecutive records of one partition.
+type Batch struct {
+	Topic     string
+	Partition int32
+	Records   []Record
+}
+
+// Session is one generation of group membership.
+type Session interface {
+	// Context ends when the session does (rebalance, shutdown, or Cancel).
+	Context() context.Context
+	// Claims are the partitions this member owns, per topic.
+	Claims() map[string][]int32
+	// Metadata identifies this member and generation for transactional
+	// offset commits.
+	Metadata() GroupMetadata
+	// Commit commits offsets outside a transaction (at-least-once mode).
+	Commit(offsets map[string]map[int32]int64) error
+}
+
+// Handler receives the batches of one session.
+type Handler interface {
+	// Setup runs when a session starts and returns where its batches go.
+	Setup(s Session) (chan<- Batch, error)
+	// Cleanup runs after every partition of the session stopped
+	// delivering, before the member rejoins: the revoke window.
+	Cleanup(s Session) error
+}
+
+// Group is a consumer group member with a static instance id.
+type Group struct {
+	client     sarama.Client
+	cg         sarama.ConsumerGroup
+	groupID    string
+	instanceID string
+	batchSize  int
+	mu         struct {
+		sync.Mutex
+		memberID string
+	}
+}
+
+// NewGroup creates a member of groupID. Nothing joins until Consume.
+func NewGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int) (*Group, error) {
+	cfg := consumerConfig(c, t.WithDefaults(), instanceID, true)
+	client, err := sarama.NewClient(c.Brokers, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: group client: %w", err)
+	}
+	cg, err := sarama.NewConsumerGroupFromClient(groupID, client)
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("kafka: consumer group %q: %w", groupID, err)
+	}
+	if batchSize <= 0 {
+		batchSize = 512
+	}
+	return &Group{client: client, cg: cg, groupID: groupID, instanceID: instanceID, batchSize: batchSize}, nil
+}
+
+// Errors are the group's asynchronous errors; they must be drained.
+func (g *Group) Errors() <-chan error { return g.cg.Errors() }
+
+// Consume joins the group and runs one session until ctx ends or the group
+// rebalances.
+func (g *Group) Consume(ctx context.Context, topics []string, h Handler) error {
+	err := g.cg.Consume(ctx, topics, &adapter{g: g, h: h})
+	if errors.Is(err, sarama.ErrFencedInstancedId) {
+		return fmt.Errorf("%w (%q): %v", ErrFencedInstance, g.instanceID, err)
+	}
+	return err
+}
+
+// Leave removes this static member from the group at once, so its
+// partitions move without waiting for the session timeout. (A static member
+// that closes does not leave by itself.)
+func (g *Group) Leave() error {
+	broker, err := g.client.Coordinator(g.groupID)
+	if err != nil {
+		return fmt.Errorf("kafka: leave group: %w", err)
+	}
+	id := g.instanceID
+	reason := "the replica is shutting down"
+	g.mu.Lock()
+	member := g.mu.memberID
+	g.mu.Unlock()
+	req := &sarama.LeaveGroupRequest{
+		Version: 5,
+		GroupId: g.groupID,
+		Members: []sarama.MemberIdentity{{MemberId: member, GroupInstanceId: &id, Reason: &reason}},
+	}
+	resp, err := broker.LeaveGroup(req)
+	if err != nil {
+		return fmt.Errorf("kafka: leave group: %w", err)
+	}
+	if resp.Err != sarama.ErrNoError {
+		return fmt.Errorf("kafka: leave group: %w", resp.Err)
+	}
+	for _, m := range resp.Members {
+		if m.Err != sarama.ErrNoError && m.Err != sarama.ErrUnknownMemberId {
+			return fmt.Errorf("kafka: leave group: %w", m.Err)
+		}
+	}
+	return nil
+}
+
+// Close closes the member and its connections without leaving the group.
+func (g *Group) Close() error { return g.cg.Close() }
+
+// adapter turns sarama's per-claim callbacks into batches.
+type adapter struct {
+	g   *Group
+	h   Handler
+	out chan<- Batch
+}
+
+type session struct {
+	s sarama.ConsumerGroupSession
+	g *Group
+}
+
+func (s session) Context() context.Context   { return s.s.Context() }
+func (s session) Claims() map[string][]int32 { return s.s.Claims() }
+func (s session) Metadata() GroupMetadata {
+	return GroupMetadata{GroupID: s.g.groupID, GenerationID: s.s.GenerationID(), MemberID: s.s.MemberID(), InstanceID: s.g.instanceID}
+}
+
+func (s session) Commit(offsets map[string]map[int32]int64) error {
+	for topic, parts := range offsets {
+		for p, off := range parts {
+			s.s.MarkOffset(topic, p, off, "")
+		}
+	}
+	s.s.Commit()
+	return nil
+}
+
+func (a *adapter) Setup(s sarama.ConsumerGroupSession) error {
+	a.g.mu.Lock()
+	a.g.mu.memberID = s.MemberID()
+	a.g.mu.Unlock()
+	out, err := a.h.Setup(session{s: s, g: a.g})
+	a.out = out
+	return err
+}
+
+func (a *adapter) Cleanup(s sarama.ConsumerGroupSession) error {
+	return a.h.Cleanup(session{s: s, g: a.g})
+}
+
+// ConsumeClaim hands records on in batches: it blocks for the first record,
+// then takes whatever else is already buffered, up to the batch size.
+func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	ctx := s.Context()
+	msgs := claim.Messages()
+	for {
+		var m *sarama.ConsumerMessage
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok = <-msgs:
+			if !ok {
+				return nil
+			}
+		}
+		b := Batch{Topic: claim.Topic(), Partition: claim.Partition(), Records: make([]Record, 0, 16)}
+		b.Records = append(b.Records, convert(m))
+	fill:
+		for len(b.Records) < a.g.batchSize {
+			select {
+			case m, ok = <-msgs:
+				if !ok {
+					break fill
+				}
+				b.Records = append(b.Records, convert(m))
+			default:
+				break fill
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case a.out <- b:
+		}
+		if !ok {
+			return nil
+		}
+	}
+}
+
+func convert(m *sarama.ConsumerMessage) Record {
+	r := Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp}
+	if len(m.Headers) > 0 {
+		r.Headers = make([]graph.Header, len(m.Headers))
+		for i, h := range m.Headers {
+			r.Headers[i] = graph.Header{Key: string(h.Key), Value: h.Value}
+		}
+	}
+	return r
+}

@@ -1,0 +1,225 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/onceflow/onceflow/internal/graph"
+)
+
+// Message is one record to produce. Partition is chosen by the caller.
+type Message struct {
+	Topic     string
+	Partition int32
+	Key       []byte
+	Value     []byte
+	Headers   []graph.Header
+	Timestamp time.Time
+}
+
+// TxnState classifies a transactional producer after a failed call.
+type TxnState int
+
+const (
+	// TxnReady: no transaction open, the producer can begin one.
+	TxnReady TxnState = iota
+	// TxnOpen: a transaction is open.
+	TxnOpen
+	// TxnAbortable: the open transaction must be aborted; the producer
+	// stays usable after the abort.
+	TxnAbortable
+	// TxnFatal: the producer is fenced or timed out and must be closed and
+	// created again with the same transactional id.
+	TxnFatal
+	// TxnUnknown: none of the above (an EndTxn in flight, or its outcome
+	// unknown).
+	TxnUnknown
+)
+
+func (s TxnState) String() string {
+	return [...]string{"ready", "open", "abortable", "fatal", "unknown"}[s]
+}
+
+// GroupMetadata identifies the group member on whose behalf offsets are
+// committed in a transaction (KIP-447): a member whose generation is stale
+// cannot commit.
+type GroupMetadata struct {
+	GroupID      string
+	GenerationID int32
+	MemberID     string
+	InstanceID   string
+}
+
+// Producer writes records, transactionally when built with a transactional
+// id, idempotently otherwise. One goroutine drives it.
+type Producer struct {
+	ap    sarama.AsyncProducer
+	txnal bool
+
+	sent    atomic.Int64 // records handed to the client
+	settled atomic.Int64 // records acknowledged or failed (at-least-once)
+	mu      struct {
+		sync.Mutex
+		err error // first produce error since the last Reset
+	}
+	drained sync.WaitGroup
+}
+
+// NewProducer creates a producer. With a transactional id it initialises
+// the id with the coordinator (fencing any previous producer with that id
+// and aborting its open transaction).
+func NewProducer(c Client, t Timeouts, transactionalID string) (*Producer, error) {
+	cfg := producerConfig(c, t.WithDefaults(), transactionalID)
+	ap, err := sarama.NewAsyncProducer(c.Brokers, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: producer %q: %w", transactionalID, err)
+	}
+	p := &Producer{ap: ap, txnal: transactionalID != ""}
+	p.drained.Add(1)
+	go func() {
+		defer p.drained.Done()
+		for e := range ap.Errors() {
+			p.mu.Lock()
+			if p.mu.err == nil {
+				p.mu.err = fmt.Errorf("kafka: produce to %s/%d: %w", e.Msg.Topic, e.Msg.Partition, e.Err)
+			}
+			p.mu.Unlock()
+			p.settled.Add(1)
+		}
+	}()
+	if !p.txnal {
+		p.drained.Add(1)
+		go func() {
+			defer p.drained.Done()
+			for range ap.Successes() {
+				p.settled.Add(1)
+			}
+		}()
+	}
+	return p, nil
+}
+
+// Begin opens a transaction.
+func (p *Producer) Begin() error { return p.ap.BeginTxn() }
+
+// Send hands m to the client. Failures surface through Err, and make the
+// open transaction abortable.
+func (p *Producer) Send(m *Message) {
+	pm := &sarama.ProducerMessage{
+		Topic:     m.Topic,
+		Partition: m.Partition,
+		Key:       sarama.ByteEncoder(m.Key),
+		Value:     sarama.ByteEncoder(m.Value),
+		Timestamp: m.Timestamp,
+	}
+	if m.Key == nil {
+		pm.Key = nil
+	}
+	if m.Value == nil {
+		pm.Value = nil
+	}
+	if len(m.Headers) > 0 {
+		pm.Headers = make([]sarama.RecordHeader, len(m.Headers))
+		for i, h := range m.Headers {
+			pm.Headers[i] = sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value}
+		}
+	}
+	p.sent.Add(1)
+	p.ap.Input() <- pm
+}
+
+// AddOffsets adds the consumed offsets (next offset to read, per topic and
+// partition) to the open transaction on behalf of the group member g.
+func (p *Producer) AddOffsets(offsets map[string]map[int32]int64, g GroupMetadata) error {
+	req := make(map[string][]*sarama.PartitionOffsetMetadata, len(offsets))
+	for topic, parts := range offsets {
+		for part, off := range parts {
+			req[topic] = append(req[topic], &sarama.PartitionOffsetMetadata{Partition: part, Offset: off, LeaderEpoch: -1})
+		}
+	}
+	meta := &sarama.ConsumerGroupMetadata{GroupID: g.GroupID, GenerationID: g.GenerationID, MemberID: g.MemberID}
+	if g.InstanceID != "" {
+		id := g.InstanceID
+		meta.GroupInstanceID = &id
+	}
+	return p.ap.AddOffsetsToTxnWithGroupMetadata(req, meta)
+}
+
+// Commit flushes every record sent and commits the transaction.
+func (p *Producer) Commit() error { return p.ap.CommitTxn() }
+
+// Abort aborts the transaction.
+func (p *Producer) Abort() error { return p.ap.AbortTxn() }
+
+// State classifies the producer's transaction state.
+func (p *Producer) State() TxnState {
+	s := p.ap.TxnStatus()
+	switch {
+	case s&sarama.ProducerTxnFlagFatalError != 0:
+		return TxnFatal
+	case s&sarama.ProducerTxnFlagAbortableError != 0:
+		return TxnAbortable
+	case s&sarama.ProducerTxnFlagReady != 0:
+		return TxnReady
+	case s&sarama.ProducerTxnFlagInTransaction != 0:
+		return TxnOpen
+	}
+	return TxnUnknown
+}
+
+// Err returns the first produce error since the last Reset.
+func (p *Producer) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.err
+}
+
+// Reset forgets produce errors, after the transaction they failed was
+// aborted.
+func (p *Producer) Reset() {
+	p.mu.Lock()
+	p.mu.err = nil
+	p.mu.Unlock()
+}
+
+// Flush waits until every record sent is acknowledged or failed and returns
+// the first failure. For the idempotent (at-least-once) producer only.
+func (p *Producer) Flush(ctx context.Context) error {
+	if p.txnal {
+		return errors.New("kafka: Flush on a transactional producer: commit flushes")
+	}
+	t := time.NewTicker(200 * time.Microsecond)
+	defer t.Stop()
+	for p.settled.Load() < p.sent.Load() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return p.Err()
+}
+
+// Close closes the producer. It does not abort an open transaction: abort
+// first.
+func (p *Producer) Close() error {
+	err := p.ap.Close()
+	p.drained.Wait()
+	var pe sarama.ProducerErrors
+	if errors.As(err, &pe) {
+		return nil // already reported through Err
+	}
+	return err
+}
+
+// IsFenced reports whether err says another producer with the same
+// transactional id took over.
+func IsFenced(err error) bool {
+	return errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch)
+}

@@ -1,0 +1,29 @@
+// Package processor runs a topology as one replica of a consumer group.
+//
+// In exactly-once mode (the default) each replica owns one transactional
+// producer (transactional.id "<ApplicationID>-<InstanceID>"). Every commit
+// interval (or every CommitRecords records) the outputs, the rejected
+// records and the consumed offsets commit in one Kafka transaction, with
+// the group metadata of the live session (KIP-447), so a replica whose
+// generation is stale cannot commit. A failed transaction is aborted and
+// the session ended, so consumption resumes from the committed offsets:
+// nothing is skipped and nothing is doubled in a read_committed reader.
+//
+// In at-least-once mode the same topology runs with an idempotent producer
+// and the offsets are committed only after every output of the interval is
+// acknowledged: nothing is lost, records may repeat after a failure.
+//
+// Metrics (with a Registerer; every series has the labels app and instance):
+//
+//	onceflow_records_in_total{task}          records consumed and processed
+//	onceflow_records_out_total{topic}        records sent to outputs
+//	onceflow_rejected_records_total{reason}  records sent to <app>-rejected
+//	onceflow_transactions_total{outcome}     committed, aborted
+//	onceflow_commit_latency_seconds          add offsets + commit
+//	onceflow_records_per_transaction         consumed records per commit
+//	onceflow_producer_recreations_total      producers recreated (fenced, unknown outcome)
+//	onceflow_commit_failures_total{class}    failed steps by class
+//	onceflow_rebalances_total                sessions joined
+//	onceflow_rebalance_duration_seconds      time between sessions
+//	onceflow_assigned_partitions             input partitions owned
+package processor

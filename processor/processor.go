@@ -1,0 +1,251 @@
+package processor
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/onceflow/onceflow/internal/engine"
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/topology"
+)
+
+// Guarantee is the delivery guarantee of a replica.
+type Guarantee string
+
+const (
+	// ExactlyOnce commits outputs and offsets in one transaction (default).
+	ExactlyOnce Guarantee = "exactly_once"
+	// AtLeastOnce commits offsets after outputs are acknowledged; records
+	// may repeat after a failure. For comparison and for idempotent sinks.
+	AtLeastOnce Guarantee = "at_least_once"
+)
+
+// ErrUnreachable is returned by Run when no broker answers (retryable).
+var ErrUnreachable = kafka.ErrUnreachable
+
+// ErrTopicMissing is returned by Run when an input topic does not exist.
+var ErrTopicMissing = kafka.ErrTopicMissing
+
+// Config configures one replica. The zero value of each field means its
+// default, as documented.
+type Config struct {
+	// Brokers are the bootstrap addresses, host:port. Required.
+	Brokers []string
+	// ApplicationID names the consumer group and prefixes the
+	// transactional id and internal topics. Required.
+	ApplicationID string
+	// InstanceID is this replica's static member id (KIP-345) and the
+	// suffix of its transactional id: stable across restarts, unique among
+	// live replicas. Required.
+	InstanceID string
+	// Guarantee: ExactlyOnce (default) or AtLeastOnce.
+	Guarantee Guarantee
+	// CommitInterval: how often a transaction commits. Default 100 ms.
+	CommitInterval time.Duration
+	// CommitRecords: commit early after this many consumed records.
+	// Default 10000.
+	CommitRecords int
+	// SessionTimeout of the group membership. Default 10 s.
+	SessionTimeout time.Duration
+	// TransactionTimeout: must be below SessionTimeout. Default 8 s (or
+	// 4/5 of SessionTimeout when that is smaller).
+	TransactionTimeout time.Duration
+	// RebalanceTimeout: how long a rebalance waits for members. Default 30 s.
+	RebalanceTimeout time.Duration
+	// StateDir holds local state. Default: none (stateless topologies).
+	StateDir string
+	// TLS enables TLS with this configuration. Default: plaintext.
+	TLS *tls.Config
+	// SASLMechanism: "" (none) or "PLAIN", with SASLUser and SASLPassword.
+	SASLMechanism string
+	SASLUser      string
+	SASLPassword  string
+	// Logger: default a null logger.
+	Logger hclog.Logger
+	// Registerer receives the metrics. Default: no metrics.
+	Registerer prometheus.Registerer
+	// HTTPAddr serves /metrics (from Gatherer), /healthz and /readyz.
+	// Default: no server. Use a loopback address unless scraped remotely.
+	HTTPAddr string
+	// Gatherer for /metrics. Default: the Registerer when it is a
+	// *prometheus.Registry.
+	Gatherer prometheus.Gatherer
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// Validate returns every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if err := c.client().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.ApplicationID == "" {
+		errs = append(errs, errors.New("application id is empty"))
+	} else if !idPattern.MatchString(c.ApplicationID) {
+		errs = append(errs, fmt.Errorf("application id %q: only letters, digits, '.', '_' and '-'", c.ApplicationID))
+	}
+	if c.InstanceID == "" {
+		errs = append(errs, errors.New("instance id is empty: give each replica a stable, unique id"))
+	} else if !idPattern.MatchString(c.InstanceID) {
+		errs = append(errs, fmt.Errorf("instance id %q: only letters, digits, '.', '_' and '-'", c.InstanceID))
+	}
+	switch c.Guarantee {
+	case "", ExactlyOnce, AtLeastOnce:
+	default:
+		errs = append(errs, fmt.Errorf("guarantee %q: want %q or %q", c.Guarantee, ExactlyOnce, AtLeastOnce))
+	}
+	if c.CommitInterval < 0 || c.CommitInterval > 0 && c.CommitInterval < time.Millisecond {
+		errs = append(errs, fmt.Errorf("commit interval %v: want at least 1ms", c.CommitInterval))
+	}
+	if c.CommitRecords < 0 {
+		errs = append(errs, fmt.Errorf("commit records %d is negative", c.CommitRecords))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"session timeout", c.SessionTimeout}, {"transaction timeout", c.TransactionTimeout}, {"rebalance timeout", c.RebalanceTimeout}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s %v is negative", d.name, d.v))
+		}
+	}
+	if err := c.timeouts().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.CommitInterval >= c.timeouts().Transaction {
+		errs = append(errs, fmt.Errorf("commit interval %v must be below the transaction timeout %v", c.CommitInterval, c.timeouts().Transaction))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) client() kafka.Client {
+	return kafka.Client{Brokers: c.Brokers, ClientID: "onceflow-" + c.ApplicationID + "-" + c.InstanceID, TLS: c.TLS,
+		SASL: kafka.SASL{Mechanism: c.SASLMechanism, User: c.SASLUser, Password: c.SASLPassword}}
+}
+
+func (c Config) timeouts() kafka.Timeouts {
+	return kafka.Timeouts{Session: c.SessionTimeout, Rebalance: c.RebalanceTimeout, Transaction: c.TransactionTimeout}.WithDefaults()
+}
+
+// Stats is a snapshot of a replica's counters.
+type Stats = engine.Stats
+
+// Processor is one replica of an application.
+type Processor struct {
+	log hclog.Logger
+	cfg Config
+	g   *graph.Graph
+	e   *engine.Engine
+}
+
+// New checks the configuration and the topology and returns every problem
+// at once. It does no I/O.
+func New(cfg Config, t *topology.Topology) (*Processor, error) {
+	var errs []error
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("processor: config: %w", err))
+	}
+	var g *graph.Graph
+	if t == nil {
+		errs = append(errs, errors.New("processor: topology is nil"))
+	} else {
+		var err error
+		if g, err = t.Compile(); err != nil {
+			errs = append(errs, fmt.Errorf("processor: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.CommitInterval == 0 {
+		cfg.CommitInterval = 100 * time.Millisecond
+	}
+	if cfg.CommitRecords == 0 {
+		cfg.CommitRecords = 10000
+	}
+	if cfg.Guarantee == "" {
+		cfg.Guarantee = ExactlyOnce
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	e, err := engine.New(engine.Config{
+		Client:         cfg.client(),
+		Timeouts:       cfg.timeouts(),
+		AppID:          cfg.ApplicationID,
+		InstanceID:     cfg.InstanceID,
+		ExactlyOnce:    cfg.Guarantee == ExactlyOnce,
+		CommitInterval: cfg.CommitInterval,
+		CommitRecords:  cfg.CommitRecords,
+		Logger:         log.Named("processor").With("instance", cfg.InstanceID),
+		Registerer:     cfg.Registerer,
+	}, g)
+	if err != nil {
+		return nil, fmt.Errorf("processor: %w", err)
+	}
+	return &Processor{log: log, cfg: cfg, g: g, e: e}, nil
+}
+
+// Run processes until ctx ends, then commits or aborts the open
+// transaction, leaves the group and returns nil. It returns an error when
+// the replica cannot start (brokers unreachable, input topic missing,
+// topics not co-partitioned) or cannot go on (another live replica has the
+// same instance id).
+func (p *Processor) Run(ctx context.Context) error {
+	if p.cfg.HTTPAddr != "" {
+		srv, err := p.serveHTTP()
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+	}
+	return p.e.Run(ctx)
+}
+
+// Stats returns a snapshot of the counters.
+func (p *Processor) Stats() Stats { return p.e.Stats() }
+
+// RejectedTopic is the topic rejected records go to: "<ApplicationID>-rejected".
+func (p *Processor) RejectedTopic() string { return p.e.RejectedTopic() }
+
+func (p *Processor) serveHTTP() (*http.Server, error) {
+	ln, err := net.Listen("tcp", p.cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("processor: http address %q: %w", p.cfg.HTTPAddr, err)
+	}
+	mux := http.NewServeMux()
+	g := p.cfg.Gatherer
+	if g == nil {
+		if r, ok := p.cfg.Registerer.(*prometheus.Registry); ok {
+			g = r
+		}
+	}
+	if g != nil {
+		mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	}
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !p.e.Ready() {
+			http.Error(w, "not in a group session", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	p.log.Named("http").Info("serving", "addr", ln.Addr().String(), "paths", strings.Join([]string{"/metrics", "/healthz", "/readyz"}, " "))
+	return srv, nil
+}

@@ -1,0 +1,47 @@
+package topology
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/onceflow/onceflow/internal/graph"
+)
+
+// Describe prints the graph, one sub-topology at a time, followed by any
+// validation problems.
+func (t *Topology) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "topology %s\n", t.name)
+	g := graph.New(t.name, t.nodes)
+	for _, st := range g.SubTopologies {
+		fmt.Fprintf(&b, "  sub-topology %d (sources: %s)\n", st.ID, strings.Join(st.SourceTopics, ", "))
+		for _, n := range t.nodes {
+			if n.Kind != graph.KindSource || g.SubTopologyOf(n.Topic) != st.ID {
+				continue
+			}
+			describeNode(&b, n, 2)
+		}
+	}
+	if err := t.Validate(); err != nil {
+		fmt.Fprintf(&b, "  problems:\n")
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(&b, "    - %s\n", line)
+		}
+	}
+	return b.String()
+}
+
+func describeNode(b *strings.Builder, n *graph.Node, depth int) {
+	indent := strings.Repeat("  ", depth)
+	switch n.Kind {
+	case graph.KindSource:
+		fmt.Fprintf(b, "%ssource %s <- topic %s [%s]\n", indent, n.Name, n.Topic, n.Format)
+	case graph.KindSink:
+		fmt.Fprintf(b, "%ssink %s -> topic %s [%s]\n", indent, n.Name, n.Topic, n.Format)
+	default:
+		fmt.Fprintf(b, "%s%s %s\n", indent, n.Op, n.Name)
+	}
+	for _, c := range n.Children {
+		describeNode(b, c, depth+1)
+	}
+}
