@@ -1,0 +1,128 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// SourceHeader is the header every engine output record carries: the
+// topic/partition/offset of the input record it came from.
+const SourceHeader = "onceflow-source"
+
+// Report is the outcome of a lineage check.
+type Report struct {
+	// Input and Output are the committed data records read from each topic.
+	Input  int `json:"input"`
+	Output int `json:"output"`
+	// Missing counts input records with no output.
+	Missing int `json:"missing"`
+	// Duplicates counts extra copies: an input with three outputs counts two.
+	Duplicates int `json:"duplicates"`
+	// Unexpected counts outputs with no or an invalid SourceHeader, one
+	// naming a record that is not in the input topic, or one whose value
+	// differs from its input's value.
+	Unexpected int `json:"unexpected"`
+	// OK is true when nothing is missing, duplicated or unexpected.
+	OK bool `json:"ok"`
+}
+
+// String is a one-line summary.
+func (r Report) String() string {
+	verdict := "ok: every input has exactly one output"
+	if !r.OK {
+		verdict = "FAILED"
+	}
+	return fmt.Sprintf("input %d, output %d, missing %d, duplicates %d, unexpected %d: %s",
+		r.Input, r.Output, r.Missing, r.Duplicates, r.Unexpected, verdict)
+}
+
+// Lineage reads the input and output topics read_committed to their ends
+// and matches them with Match.
+func Lineage(ctx context.Context, brokers []string, input, output string) (Report, error) {
+	var in, out []Record
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		in, err = ReadAll(gctx, brokers, input)
+		return err
+	})
+	g.Go(func() (err error) {
+		out, err = ReadAll(gctx, brokers, output)
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return Report{}, err
+	}
+	return Match(input, in, out), nil
+}
+
+// Match matches output records to the records of inputTopic by their
+// SourceHeader. It is pure: in and out are the topics' committed records.
+func Match(inputTopic string, in, out []Record) Report {
+	type key struct {
+		p int32
+		o int64
+	}
+	values := make(map[key][]byte, len(in))
+	for _, r := range in {
+		values[key{r.Partition, r.Offset}] = r.Value
+	}
+	copies := make(map[key]int, len(in))
+	rep := Report{Input: len(in), Output: len(out)}
+	for _, r := range out {
+		topic, p, o, ok := ParseSource(r.Headers[SourceHeader])
+		if !ok || topic != inputTopic {
+			rep.Unexpected++
+			continue
+		}
+		k := key{p, o}
+		v, ok := values[k]
+		if !ok || !bytes.Equal(v, r.Value) {
+			rep.Unexpected++
+			continue
+		}
+		copies[k]++
+	}
+	for k := range values {
+		switch n := copies[k]; {
+		case n == 0:
+			rep.Missing++
+		case n > 1:
+			rep.Duplicates += n - 1
+		}
+	}
+	rep.OK = rep.Missing == 0 && rep.Duplicates == 0 && rep.Unexpected == 0
+	return rep
+}
+
+// FormatSource formats a SourceHeader value.
+func FormatSource(topic string, partition int32, offset int64) string {
+	return topic + "/" + strconv.FormatInt(int64(partition), 10) + "/" + strconv.FormatInt(offset, 10)
+}
+
+// ParseSource parses a SourceHeader value (topic/partition/offset). The
+// partition and offset must be non-negative decimals; the topic must be
+// non-empty.
+func ParseSource(s string) (topic string, partition int32, offset int64, ok bool) {
+	i := strings.LastIndexByte(s, '/')
+	if i < 0 {
+		return "", 0, 0, false
+	}
+	j := strings.LastIndexByte(s[:i], '/')
+	if j <= 0 {
+		return "", 0, 0, false
+	}
+	p, err := strconv.ParseInt(s[j+1:i], 10, 32)
+	if err != nil || p < 0 || strings.HasPrefix(s[j+1:i], "+") {
+		return "", 0, 0, false
+	}
+	o, err := strconv.ParseInt(s[i+1:], 10, 64)
+	if err != nil || o < 0 || strings.HasPrefix(s[i+1:], "+") {
+		return "", 0, 0, false
+	}
+	return s[:j], int32(p), o, true
+}

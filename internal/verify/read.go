@@ -1,0 +1,210 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/clientcfg"
+)
+
+// Record is one committed data record as read back from a topic.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	// Headers holds the record's headers; when a key repeats, the last
+	// value wins.
+	Headers   map[string]string
+	Timestamp time.Time
+}
+
+// ErrTopicNotFound is wrapped by the error ReadAll and Lineage return for a
+// topic that does not exist. It is not retryable unless the topic is
+// created.
+var ErrTopicNotFound = errors.New("verify: topic does not exist")
+
+type topicNotFoundError struct{ topic string }
+
+func (e topicNotFoundError) Error() string {
+	return fmt.Sprintf("verify: topic %q does not exist", e.topic)
+}
+func (e topicNotFoundError) Is(t error) bool { return t == ErrTopicNotFound }
+
+// ReadAll reads every committed data record of topic, from each partition's
+// log start to its last stable offset as of the call, sorted by partition
+// and offset. Unreachable brokers are reported within
+// clientcfg.ProbeTimeout; the whole read is bounded by ctx.
+func ReadAll(ctx context.Context, brokers []string, topic string) ([]Record, error) {
+	// One client per read: the read pauses partitions it has finished,
+	// which must not leak into another read of the same topic.
+	cl, err := newClient(ctx, brokers)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return readAll(ctx, cl, topic)
+}
+
+// newClient builds a read_committed client that keeps control records and
+// checks that the brokers answer.
+func newClient(ctx context.Context, brokers []string) (*kgo.Client, error) {
+	if len(brokers) == 0 {
+		return nil, errors.New("verify: no brokers given")
+	}
+	opts := append(clientcfg.Options(brokers, "onceflow-verify", nil),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(200*time.Millisecond),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("verify: client: %w", err)
+	}
+	if err := clientcfg.Probe(ctx, cl, brokers); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	return cl, nil
+}
+
+// bounds returns each partition's log start and last stable offset.
+func bounds(ctx context.Context, adm *kadm.Client, topic string) (start, end map[int32]int64, err error) {
+	tds, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verify: metadata for %q: %w", topic, err)
+	}
+	td, ok := tds[topic]
+	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return nil, nil, topicNotFoundError{topic}
+	}
+	if td.Err != nil {
+		return nil, nil, fmt.Errorf("verify: metadata for %q: %w", topic, td.Err)
+	}
+	list := func(what string, fn func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[int32]int64, error) {
+		lo, err := fn(ctx, topic)
+		if err != nil {
+			return nil, fmt.Errorf("verify: list %s offsets of %q: %w", what, topic, err)
+		}
+		if err := lo.Error(); err != nil {
+			return nil, fmt.Errorf("verify: list %s offsets of %q: %w", what, topic, err)
+		}
+		m := make(map[int32]int64, len(td.Partitions))
+		lo.Each(func(o kadm.ListedOffset) { m[o.Partition] = o.Offset })
+		for p := range td.Partitions {
+			if _, ok := m[p]; !ok {
+				return nil, fmt.Errorf("verify: list %s offsets of %q: no answer for partition %d", what, topic, p)
+			}
+		}
+		return m, nil
+	}
+	if start, err = list("start", adm.ListStartOffsets); err != nil {
+		return nil, nil, err
+	}
+	// ListCommittedOffsets is ListOffsets(latest) with read_committed
+	// isolation: the last stable offset.
+	if end, err = list("last stable", adm.ListCommittedOffsets); err != nil {
+		return nil, nil, err
+	}
+	return start, end, nil
+}
+
+func readAll(ctx context.Context, cl *kgo.Client, topic string) ([]Record, error) {
+	start, end, err := bounds(ctx, kadm.NewClient(cl), topic)
+	if err != nil {
+		return nil, err
+	}
+
+	pos := make(map[int32]int64, len(end))
+	consume := make(map[int32]kgo.Offset)
+	var want int64
+	for p, e := range end {
+		pos[p] = start[p]
+		if start[p] < e {
+			consume[p] = kgo.NewOffset().At(start[p])
+			want += e - start[p]
+		}
+	}
+	if len(consume) == 0 {
+		return nil, nil
+	}
+	out := make([]Record, 0, want)
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: consume})
+
+	remaining := len(consume)
+	var lastFetchErr error
+	for remaining > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("verify: reading %q: %d of %d partitions not read to their end: %w%s",
+				topic, remaining, len(end), err, fetchErrNote(lastFetchErr))
+		}
+		if fs.IsClientClosed() {
+			return nil, fmt.Errorf("verify: reading %q: client closed", topic)
+		}
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				lastFetchErr = err
+			}
+		})
+		var done []int32
+		fs.EachRecord(func(r *kgo.Record) {
+			p, e := r.Partition, end[r.Partition]
+			if r.Offset+1 > pos[p] {
+				before := pos[p]
+				pos[p] = r.Offset + 1
+				if before < e && pos[p] >= e {
+					done = append(done, p)
+				}
+			}
+			if r.Attrs.IsControl() || r.Offset >= e {
+				return // a transaction marker, or past the snapshot
+			}
+			out = append(out, toRecord(r))
+		})
+		if len(done) > 0 {
+			remaining -= len(done)
+			cl.PauseFetchPartitions(map[string][]int32{topic: done})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Partition != out[j].Partition {
+			return out[i].Partition < out[j].Partition
+		}
+		return out[i].Offset < out[j].Offset
+	})
+	return out, nil
+}
+
+func fetchErrNote(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (last fetch error: %v)", err)
+}
+
+func toRecord(r *kgo.Record) Record {
+	rec := Record{
+		Topic:     r.Topic,
+		Partition: r.Partition,
+		Offset:    r.Offset,
+		Key:       r.Key,
+		Value:     r.Value,
+		Timestamp: r.Timestamp,
+	}
+	if len(r.Headers) > 0 {
+		rec.Headers = make(map[string]string, len(r.Headers))
+		for _, h := range r.Headers {
+			rec.Headers[h.Key] = string(h.Value)
+		}
+	}
+	return rec
+}
