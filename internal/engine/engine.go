@@ -50,6 +50,8 @@ type Config struct {
 
 // Hooks let tests stop the loop between two steps. Nil hooks are skipped.
 type Hooks struct {
+	// BeforeBegin runs before a transaction begins.
+	BeforeBegin func()
 	// BeforeAddOffsets runs before the offsets join the transaction.
 	BeforeAddOffsets func()
 	// BeforeCommit runs after the offsets joined, before CommitTxn.

@@ -106,6 +106,9 @@ func (d *driver) run() {
 
 // begin opens a transaction for the first record of an interval.
 func (d *driver) begin() bool {
+	if h := d.e.cfg.Hooks.BeforeBegin; h != nil {
+		h()
+	}
 	if d.e.cfg.ExactlyOnce {
 		if err := d.p.Begin(); err != nil {
 			d.fail("begin", err)

@@ -104,15 +104,18 @@ func (g *Group) Consume(ctx context.Context, topics []string, h Handler) error {
 // partitions move without waiting for the session timeout. (A static member
 // that closes does not leave by itself.)
 func (g *Group) Leave() error {
+	g.mu.Lock()
+	member := g.mu.memberID
+	g.mu.Unlock()
+	if member == "" {
+		return nil // never joined
+	}
 	broker, err := g.client.Coordinator(g.groupID)
 	if err != nil {
 		return fmt.Errorf("kafka: leave group: %w", err)
 	}
 	id := g.instanceID
 	reason := "the replica is shutting down"
-	g.mu.Lock()
-	member := g.mu.memberID
-	g.mu.Unlock()
 	req := &sarama.LeaveGroupRequest{
 		Version: 5,
 		GroupId: g.groupID,

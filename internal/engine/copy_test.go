@@ -1,0 +1,78 @@
+package engine_test
+
+import (
+	"testing"
+	"time"
+
+	copyex "github.com/onceflow/onceflow/examples/copy"
+	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/serde"
+	"github.com/onceflow/onceflow/topology"
+)
+
+func compile(t *testing.T, tp *topology.Topology) *graph.Graph {
+	t.Helper()
+	g, err := tp.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestCopyExactlyOnce(t *testing.T) {
+	env := enginetest.New(t)
+	in, out := env.Name("in"), env.Name("out")
+	env.CreateTopic(in, 4)
+	env.Produce(in, 0, 3000)
+	r := env.Start(env.Config(env.Name("app"), "r1"), compile(t, copyex.Topology(in, out)))
+	env.WaitCount(out, 3000, 60*time.Second)
+	if err := r.Stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	rep := env.Verify(in, out)
+	if rep.Input != 3000 || rep.Output != 3000 {
+		t.Errorf("counts: %s", rep)
+	}
+	if s := r.E.Stats(); s.Committed == 0 || s.RecordsIn != 3000 {
+		t.Errorf("stats: %+v", s)
+	}
+}
+
+// Everything filtered: each transaction holds offsets only, and they still
+// commit.
+func TestOffsetsOnlyTransactionCommits(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 3)
+	env.Produce(in, 0, 600)
+	tp := topology.New("drop-all")
+	src := topology.Source(tp, in, serde.String(), serde.String())
+	topology.To(topology.Filter(src, func(string, string) bool { return false }), out, serde.String(), serde.String())
+	r := env.Start(env.Config(app, "r1"), compile(t, tp))
+	end := env.EndOffsets(in)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := env.CommittedOffsets(app, in)
+		done := len(got) == len(end)
+		for p, o := range end {
+			done = done && got[p] == o
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("committed offsets %v, want %v", got, end)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(env.Read(out)); n != 0 {
+		t.Errorf("output has %d records, want none", n)
+	}
+	if s := r.E.Stats(); s.Committed == 0 || s.RecordsOut != 0 || s.RecordsIn != 600 {
+		t.Errorf("stats: %+v", s)
+	}
+}

@@ -1,0 +1,278 @@
+// Package enginetest runs replicas against a broker for end-to-end tests:
+// it starts the embedded broker (or uses ONCEFLOW_KAFKA_BROKERS), writes
+// input, starts and stops replicas, and reads everything back
+// read_committed to count what was lost or doubled.
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/embedded"
+	"github.com/onceflow/onceflow/internal/engine"
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/verify"
+)
+
+// Env is one broker and the clients a test uses on it.
+type Env struct {
+	T       testing.TB
+	Brokers []string
+	Broker  *embedded.Broker // nil against a real broker
+	Real    bool
+	cl      *kgo.Client
+	adm     *kadm.Client
+	prefix  string
+}
+
+// New starts an embedded broker, or uses ONCEFLOW_KAFKA_BROKERS when set.
+// Topic and group names get a per-test prefix so tests can share a broker.
+func New(t testing.TB) *Env {
+	t.Helper()
+	e := &Env{T: t, prefix: fmt.Sprintf("%s-%d-", sanitize(t.Name()), time.Now().UnixNano()%1e6)}
+	if addrs := os.Getenv("ONCEFLOW_KAFKA_BROKERS"); addrs != "" {
+		e.Brokers = strings.Split(addrs, ",")
+		e.Real = true
+	} else {
+		b, err := embedded.Start(embedded.Config{})
+		if err != nil {
+			t.Fatalf("start embedded broker: %v", err)
+		}
+		t.Cleanup(b.Close)
+		e.Broker = b
+		e.Brokers = b.Addrs()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Brokers...), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	e.cl = cl
+	e.adm = kadm.NewClient(cl)
+	return e
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+// Name prefixes name with the test's unique prefix.
+func (e *Env) Name(name string) string { return e.prefix + name }
+
+// CreateTopic creates topic with n partitions.
+func (e *Env) CreateTopic(topic string, n int32) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := e.adm.CreateTopic(ctx, n, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		e.T.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
+// Produce writes n records with keys key-0..key-49 and unique values
+// v-<from+i>, headers event-id and version.
+func (e *Env) Produce(topic string, from, n int) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rs := make([]*kgo.Record, 0, n)
+	for i := from; i < from+n; i++ {
+		rs = append(rs, &kgo.Record{
+			Topic: topic,
+			Key:   fmt.Appendf(nil, "key-%d", i%50),
+			Value: fmt.Appendf(nil, "v-%d", i),
+			Headers: []kgo.RecordHeader{
+				{Key: "event-id", Value: fmt.Appendf(nil, "e-%d", i)},
+				{Key: "version", Value: fmt.Appendf(nil, "%d", i/50)},
+			},
+		})
+	}
+	if err := e.cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		e.T.Fatalf("produce: %v", err)
+	}
+}
+
+// ProduceRaw writes one record as given.
+func (e *Env) ProduceRaw(topic string, key, value []byte) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: key, Value: value}).FirstErr(); err != nil {
+		e.T.Fatalf("produce: %v", err)
+	}
+}
+
+// Read returns the committed records of topic.
+func (e *Env) Read(topic string) []verify.Record {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rs, err := verify.ReadAll(ctx, e.Brokers, topic)
+	if err != nil {
+		e.T.Fatalf("read %s: %v", topic, err)
+	}
+	return rs
+}
+
+// WaitCount waits until topic holds at least n committed records.
+func (e *Env) WaitCount(topic string, n int, within time.Duration) {
+	e.T.Helper()
+	deadline := time.Now().Add(within)
+	var got int
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		rs, err := verify.ReadAll(ctx, e.Brokers, topic)
+		cancel()
+		if err == nil {
+			got = len(rs)
+			if got >= n {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.T.Fatalf("topic %s: %d committed records after %v, want %d", topic, got, within, n)
+}
+
+// Verify matches output to input by lineage and fails the test unless
+// every input has exactly one output.
+func (e *Env) Verify(input, output string) verify.Report {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := verify.Lineage(ctx, e.Brokers, input, output)
+	if err != nil {
+		e.T.Fatalf("verify: %v", err)
+	}
+	e.T.Logf("verify %s -> %s: %s", input, output, r)
+	if !r.OK {
+		e.T.Errorf("exactly-once violated: %s", r)
+	}
+	return r
+}
+
+// CommittedOffsets returns the group's committed offsets for topic.
+func (e *Env) CommittedOffsets(group, topic string) map[int32]int64 {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := e.adm.FetchOffsets(ctx, group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return map[int32]int64{}
+	}
+	if err != nil {
+		e.T.Fatalf("fetch offsets: %v", err)
+	}
+	out := map[int32]int64{}
+	for p, o := range resp[topic] {
+		out[p] = o.At
+	}
+	return out
+}
+
+// EndOffsets returns the end offsets of topic.
+func (e *Env) EndOffsets(topic string) map[int32]int64 {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := e.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		e.T.Fatalf("end offsets: %v", err)
+	}
+	out := map[int32]int64{}
+	resp.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out
+}
+
+// Replica is an engine running in a goroutine.
+type Replica struct {
+	E      *engine.Engine
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+}
+
+// Config returns an engine configuration for app and instance with short
+// timeouts suited to tests.
+func (e *Env) Config(app, instance string) engine.Config {
+	return engine.Config{
+		Client:         kafka.Client{Brokers: e.Brokers, ClientID: instance},
+		Timeouts:       kafka.Timeouts{Session: 6 * time.Second, Rebalance: 6 * time.Second, Transaction: 5 * time.Second}.WithDefaults(),
+		AppID:          app,
+		InstanceID:     instance,
+		ExactlyOnce:    true,
+		CommitInterval: 50 * time.Millisecond,
+		CommitRecords:  500,
+		Logger:         hclog.New(&hclog.LoggerOptions{Name: instance, Level: logLevel(), Output: os.Stderr}),
+	}
+}
+
+func logLevel() hclog.Level {
+	if l := os.Getenv("ONCEFLOW_TEST_LOG"); l != "" {
+		return hclog.LevelFromString(l)
+	}
+	return hclog.Warn
+}
+
+// Start runs a replica until Stop or Crash.
+func (e *Env) Start(cfg engine.Config, g *graph.Graph) *Replica {
+	e.T.Helper()
+	eng, err := engine.New(cfg, g)
+	if err != nil {
+		e.T.Fatalf("engine: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Replica{E: eng, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- eng.Run(ctx) }()
+	e.T.Cleanup(func() { r.Stop() })
+	return r
+}
+
+// Stop shuts the replica down cleanly and returns Run's error.
+func (r *Replica) Stop() error {
+	r.once.Do(func() {
+		r.cancel()
+		r.err = <-r.done
+	})
+	return r.err
+}
+
+// Crash stops the replica as a kill would: no commit, abort or leave.
+func (r *Replica) Crash() {
+	r.E.Crash()
+	r.Stop()
+}
+
+// WaitReady waits until the replica is in a group session.
+func (r *Replica) WaitReady(t testing.TB, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !r.E.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatalf("replica not in a session after %v", within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
