@@ -61,12 +61,23 @@ func Probe(ctx context.Context, cl *kgo.Client, brokers []string) error {
 			if last == nil {
 				last = pctx.Err()
 			}
-			return fmt.Errorf("%w: no answer from %s within %s: %w",
-				ErrUnreachable, strings.Join(brokers, ","), time.Since(began).Round(100*time.Millisecond), last)
+			return &unreachableError{
+				msg: fmt.Sprintf("brokers unreachable: no answer from %s within %s: %v",
+					strings.Join(brokers, ","), time.Since(began).Round(100*time.Millisecond), last),
+				cause: last,
+			}
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
+
+type unreachableError struct {
+	msg   string
+	cause error
+}
+
+func (e *unreachableError) Error() string   { return e.msg }
+func (e *unreachableError) Unwrap() []error { return []error{ErrUnreachable, e.cause} }
 
 // ParseBrokers splits a comma-separated broker list, trimming spaces and
 // dropping empty entries.
@@ -80,8 +91,11 @@ func ParseBrokers(s string) []string {
 	return out
 }
 
-// Logger adapts an hclog.Logger to kgo.Logger. kgo's info level is chatty
-// (every connection), so it is mapped to hclog's debug level.
+// Logger adapts an hclog.Logger to kgo.Logger one level down: kgo logs
+// retried, recovered conditions as warnings and errors (a refused dial while
+// a broker starts), and the tools report what does not recover as returned
+// errors. kgo error maps to hclog warn, warn to info, info to debug, debug
+// to trace.
 func Logger(l hclog.Logger) kgo.Logger { return kgoLogger{l} }
 
 type kgoLogger struct{ l hclog.Logger }
@@ -92,9 +106,9 @@ func (k kgoLogger) Level() kgo.LogLevel {
 		return kgo.LogLevelDebug
 	case k.l.IsDebug():
 		return kgo.LogLevelInfo
-	case k.l.IsInfo(), k.l.IsWarn():
+	case k.l.IsInfo():
 		return kgo.LogLevelWarn
-	case k.l.IsError():
+	case k.l.IsWarn():
 		return kgo.LogLevelError
 	default:
 		return kgo.LogLevelNone
@@ -104,9 +118,9 @@ func (k kgoLogger) Level() kgo.LogLevel {
 func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	switch level {
 	case kgo.LogLevelError:
-		k.l.Error(msg, keyvals...)
-	case kgo.LogLevelWarn:
 		k.l.Warn(msg, keyvals...)
+	case kgo.LogLevelWarn:
+		k.l.Info(msg, keyvals...)
 	case kgo.LogLevelInfo:
 		k.l.Debug(msg, keyvals...)
 	case kgo.LogLevelDebug:

@@ -152,7 +152,7 @@ func Produce(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res := Result{RunID: runID}
 
-	opts := append(clientcfg.Options(cfg.Brokers, "onceflow-gen", log),
+	opts := append(clientcfg.Options(cfg.Brokers, "onceflow-gen", cfg.Logger.Named("kgo")),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // with idempotence, the default; stated
 		kgo.ProducerBatchCompression(kgo.NoCompression()),

@@ -1,0 +1,63 @@
+// Command onceflow runs the embedded broker, generates input records and
+// verifies a topology's output. Each command lives in its own file and only
+// turns flags into a library configuration; the work is in the libraries.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+)
+
+// CLI is the command line. One field per command; each command's type and
+// Run method live in their own file (broker.go, produce.go, verify.go).
+type CLI struct {
+	Globals
+
+	Broker  BrokerCmd  `cmd:"" help:"Run the embedded Kafka-compatible broker until interrupted."`
+	Produce ProduceCmd `cmd:"" help:"Write generated records to a topic."`
+	Verify  VerifyCmd  `cmd:"" help:"Check that every input record has exactly one output record, by lineage."`
+
+	// Run and Demo go here, each in its own file (run.go, demo.go):
+	//   Run  RunCmd  `cmd:"" help:"Run a topology as one replica."`
+	//   Demo DemoCmd `cmd:"" help:"..."`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run parses args, runs the chosen command and returns the exit code:
+// 0 success, 1 a check that failed (verify), 2 an error.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var cli CLI
+	parser, err := kong.New(&cli,
+		kong.Name("onceflow"),
+		kong.Description("A stream processor with exactly-once effects."),
+		kong.Writers(stdout, stderr),
+	)
+	if err != nil {
+		return report(stderr, err)
+	}
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		var perr *kong.ParseError
+		if errors.As(err, &perr) && perr.Context != nil {
+			_ = perr.Context.PrintUsage(true)
+			fmt.Fprintln(stderr)
+		}
+		parser.Errorf("%s", err)
+		return exitError
+	}
+	env := &Env{Ctx: ctx, Stdout: stdout, Stderr: stderr, Logger: cli.Globals.logger(stderr)}
+	return report(stderr, kctx.Run(env))
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/embedded"
+	"github.com/onceflow/onceflow/internal/verify"
+)
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func cli(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBrokerCommand(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int)
+	go func() { done <- run(ctx, []string{"broker", "--addr", addr}, &out, &errb) }()
+
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(out.String(), "listening on "+addr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("broker did not report its address; stdout %q stderr %q", out.String(), errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer pcancel()
+	if code, stdout, stderr := cli(t, pctx, "produce", "--brokers", addr, "--topic", "t", "--records", "10", "--no-progress"); code != 0 {
+		t.Fatalf("produce: exit %d, %s %s", code, stdout, stderr)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("broker exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "broker stopped") {
+		t.Errorf("stdout %q", out.String())
+	}
+
+	// The port is taken: a second broker fails with a clear error.
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, _, stderr := cli(t, context.Background(), "broker", "--addr", addr)
+	if code != exitError || !strings.Contains(stderr, "address already in use") {
+		t.Fatalf("busy port: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestProduceAndVerify(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	brokers := strings.Join(b.Addrs(), ",")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	code, stdout, stderr := cli(t, ctx, "produce", "-b", brokers, "-t", "in", "-n", "500", "--partitions", "3", "--keys", "7")
+	if code != 0 || !strings.Contains(stdout, "produced 500 records to in (3 partitions)") {
+		t.Fatalf("produce: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "500/500") {
+		t.Errorf("no progress on stderr: %q", stderr)
+	}
+
+	// The topic as its own output: no record has lineage.
+	code, stdout, stderr = cli(t, ctx, "verify", "-b", brokers, "-i", "in", "-o", "in", "--json")
+	var rep verify.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != exitFailed {
+		t.Fatalf("verify in->in: exit %d, stdout %q, stderr %q, %v", code, stdout, stderr, err)
+	}
+	if want := (verify.Report{Input: 500, Output: 500, Missing: 500, Unexpected: 500}); rep != want {
+		t.Fatalf("report %+v, want %+v", rep, want)
+	}
+
+	// A faithful copy with lineage passes.
+	copyWithLineage(t, ctx, b.Addrs(), "in", "out")
+	code, stdout, stderr = cli(t, ctx, "verify", "-b", brokers, "-i", "in", "-o", "out")
+	if code != exitOK || !strings.Contains(stdout, "in -> out: input 500, output 500, missing 0, duplicates 0, unexpected 0: ok") {
+		t.Fatalf("verify in->out: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+
+	code, _, stderr = cli(t, ctx, "verify", "-b", brokers, "-i", "in", "-o", "nope")
+	if code != exitError || !strings.Contains(stderr, `verify: topic "nope" does not exist`) {
+		t.Fatalf("missing topic: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"produce"},
+		{"produce", "-b", "127.0.0.1:9092", "-t", "x", "-n", "0"},
+		{"verify", "-b", "127.0.0.1:9092"},
+		{"nonsense"},
+	} {
+		code, _, stderr := cli(t, context.Background(), args...)
+		if code != exitError || stderr == "" {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+func copyWithLineage(t *testing.T, ctx context.Context, brokers []string, from, to string) {
+	t.Helper()
+	recs, err := verify.ReadAll(ctx, brokers, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// The embedded broker does not auto-create topics.
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, -1, nil, to); err != nil {
+		t.Fatal(err)
+	}
+	var out []*kgo.Record
+	for _, r := range recs {
+		out = append(out, &kgo.Record{Topic: to, Key: r.Key, Value: r.Value, Headers: []kgo.RecordHeader{
+			{Key: verify.SourceHeader, Value: []byte(verify.FormatSource(r.Topic, r.Partition, r.Offset))},
+		}})
+	}
+	if err := cl.ProduceSync(ctx, out...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
