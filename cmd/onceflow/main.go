@@ -24,9 +24,8 @@ type CLI struct {
 	Produce ProduceCmd `cmd:"" help:"Write generated records to a topic."`
 	Verify  VerifyCmd  `cmd:"" help:"Check that every input record has exactly one output record, by lineage."`
 
-	// Run and Demo go here, each in its own file (run.go, demo.go):
-	//   Run  RunCmd  `cmd:"" help:"Run a topology as one replica."`
-	//   Demo DemoCmd `cmd:"" help:"..."`
+	Run  RunCmd  `cmd:"" help:"Run one replica of a built-in topology until SIGINT or SIGTERM."`
+	Demo DemoCmd `cmd:"" help:"The main job on the embedded broker: produce, run three replicas, kill one, verify exactly-once."`
 }
 
 func main() {

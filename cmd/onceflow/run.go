@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	copyex "github.com/onceflow/onceflow/examples/copy"
+	"github.com/onceflow/onceflow/processor"
+	"github.com/onceflow/onceflow/topology"
+)
+
+// RunCmd runs one replica of a built-in topology until SIGINT or SIGTERM.
+type RunCmd struct {
+	Copy RunCopyCmd `cmd:"" help:"The copy topology: every input record to the output, key and value unchanged, with a lineage header."`
+}
+
+// ReplicaFlags are the flags of every replica.
+type ReplicaFlags struct {
+	ClientFlags
+	AppID          string        `name:"app-id" required:"" help:"Application id: the consumer group, the transactional id prefix, internal topic prefix."`
+	InstanceID     string        `name:"instance-id" required:"" help:"This replica's id: stable across restarts, unique among live replicas."`
+	Guarantee      string        `name:"guarantee" default:"exactly_once" enum:"exactly_once,at_least_once" help:"Delivery guarantee (${enum})."`
+	StateDir       string        `name:"state-dir" type:"path" help:"Directory for local state."`
+	MetricsAddr    string        `name:"metrics-addr" help:"Serve /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:9100)."`
+	CommitInterval time.Duration `name:"commit-interval" default:"100ms" help:"How often a transaction commits."`
+}
+
+// RunCopyCmd is `onceflow run copy`.
+type RunCopyCmd struct {
+	ReplicaFlags
+	Input  string `name:"input" required:"" help:"Input topic."`
+	Output string `name:"output" required:"" help:"Output topic (created when missing)."`
+}
+
+// Run runs the replica.
+func (c *RunCopyCmd) Run(env *Env) error {
+	return runReplica(env, c.ReplicaFlags, copyex.Topology(c.Input, c.Output))
+}
+
+func runReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p, err := processor.New(processor.Config{
+		Brokers:        f.BrokerList(),
+		ApplicationID:  f.AppID,
+		InstanceID:     f.InstanceID,
+		Guarantee:      processor.Guarantee(f.Guarantee),
+		CommitInterval: f.CommitInterval,
+		StateDir:       f.StateDir,
+		Logger:         env.Logger,
+		Registerer:     reg,
+		HTTPAddr:       f.MetricsAddr,
+	}, t)
+	if err != nil {
+		return err
+	}
+	env.Logger.Info("replica starting", "app", f.AppID, "instance", f.InstanceID, "guarantee", f.Guarantee)
+	err = p.Run(env.Ctx)
+	s := p.Stats()
+	fmt.Fprintf(env.Stderr, "onceflow: %s stopped: %d in, %d out, %d rejected, %d committed, %d aborted, %d producer recreations\n",
+		f.InstanceID, s.RecordsIn, s.RecordsOut, s.Rejected, s.Committed, s.Aborted, s.ProducerRecreations)
+	return err
+}
