@@ -76,3 +76,31 @@ func TestOffsetsOnlyTransactionCommits(t *testing.T) {
 		t.Errorf("stats: %+v", s)
 	}
 }
+
+// At-least-once: offsets commit after the outputs are acknowledged. Without
+// failures nothing is missing and nothing repeats; the group's committed
+// offsets reach the end.
+func TestCopyAtLeastOnce(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 4)
+	env.Produce(in, 0, 3000)
+	cfg := env.Config(app, "r1")
+	cfg.ExactlyOnce = false
+	r := env.Start(cfg, compile(t, copyex.Topology(in, out)))
+	env.WaitCount(out, 3000, 60*time.Second)
+	end := env.EndOffsets(in)
+	waitFor(t, "offsets committed through the end", 30*time.Second, func() bool {
+		got := env.CommittedOffsets(app, in)
+		for p, o := range end {
+			if got[p] != o {
+				return false
+			}
+		}
+		return true
+	})
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	env.Verify(in, out)
+}

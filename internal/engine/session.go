@@ -262,7 +262,7 @@ func (d *driver) commit() {
 			d.fail("flush", err)
 			return
 		}
-		if err := d.s.Commit(d.offsets); err != nil {
+		if err := d.p.CommitOffsets(d.offsets, d.s.Metadata()); err != nil {
 			d.fail("commit offsets", err)
 			return
 		}

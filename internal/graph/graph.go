@@ -93,11 +93,12 @@ type Graph struct {
 
 	sources map[string]*Node
 	subOf   map[string]int
+	nodeSub []int // sub-topology of each node, by Node.ID
 }
 
 // New indexes nodes into a graph. Nodes must already be valid.
 func New(name string, nodes []*Node) *Graph {
-	g := &Graph{Name: name, Nodes: nodes, sources: map[string]*Node{}, subOf: map[string]int{}}
+	g := &Graph{Name: name, Nodes: nodes, sources: map[string]*Node{}, subOf: map[string]int{}, nodeSub: make([]int, len(nodes))}
 	parent := make([]int, len(nodes))
 	for i := range parent {
 		parent[i] = i
@@ -124,6 +125,7 @@ func New(name string, nodes []*Node) *Graph {
 			roots[r] = id
 			g.SubTopologies = append(g.SubTopologies, SubTopology{ID: id})
 		}
+		g.nodeSub[n.ID] = id
 		st := &g.SubTopologies[id]
 		switch n.Kind {
 		case KindSource:
@@ -144,6 +146,11 @@ func (g *Graph) Source(topic string) *Node { return g.sources[topic] }
 
 // SubTopologyOf returns the sub-topology a source topic belongs to.
 func (g *Graph) SubTopologyOf(topic string) int { return g.subOf[topic] }
+
+// SubTopologyOfNode returns the sub-topology node belongs to. Unlike
+// SubTopologyOf it stays right when a topic is read twice (an invalid
+// topology that Describe still prints).
+func (g *Graph) SubTopologyOfNode(n *Node) int { return g.nodeSub[n.ID] }
 
 // SourceTopics lists every source topic, sorted.
 func (g *Graph) SourceTopics() []string {

@@ -43,8 +43,6 @@ type Session interface {
 	// Metadata identifies this member and generation for transactional
 	// offset commits.
 	Metadata() GroupMetadata
-	// Commit commits offsets outside a transaction (at-least-once mode).
-	Commit(offsets map[string]map[int32]int64) error
 }
 
 // Handler receives the batches of one session.
@@ -155,16 +153,6 @@ func (s session) Context() context.Context   { return s.s.Context() }
 func (s session) Claims() map[string][]int32 { return s.s.Claims() }
 func (s session) Metadata() GroupMetadata {
 	return GroupMetadata{GroupID: s.g.groupID, GenerationID: s.s.GenerationID(), MemberID: s.s.MemberID(), InstanceID: s.g.instanceID}
-}
-
-func (s session) Commit(offsets map[string]map[int32]int64) error {
-	for topic, parts := range offsets {
-		for p, off := range parts {
-			s.s.MarkOffset(topic, p, off, "")
-		}
-	}
-	s.s.Commit()
-	return nil
 }
 
 func (a *adapter) Setup(s sarama.ConsumerGroupSession) error {

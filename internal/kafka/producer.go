@@ -59,7 +59,8 @@ type GroupMetadata struct {
 // Producer writes records, transactionally when built with a transactional
 // id, idempotently otherwise. One goroutine drives it.
 type Producer struct {
-	ap    sarama.AsyncProducer
+	client sarama.Client
+	ap     sarama.AsyncProducer
 	txnal bool
 
 	sent    atomic.Int64 // records handed to the client
@@ -76,11 +77,16 @@ type Producer struct {
 // and aborting its open transaction).
 func NewProducer(c Client, t Timeouts, transactionalID string) (*Producer, error) {
 	cfg := producerConfig(c, t.WithDefaults(), transactionalID)
-	ap, err := sarama.NewAsyncProducer(c.Brokers, cfg)
+	client, err := sarama.NewClient(c.Brokers, cfg)
 	if err != nil {
+		return nil, fmt.Errorf("kafka: producer client: %w", err)
+	}
+	ap, err := sarama.NewAsyncProducerFromClient(client)
+	if err != nil {
+		client.Close()
 		return nil, fmt.Errorf("kafka: producer %q: %w", transactionalID, err)
 	}
-	p := &Producer{ap: ap, txnal: transactionalID != ""}
+	p := &Producer{client: client, ap: ap, txnal: transactionalID != ""}
 	p.drained.Add(1)
 	go func() {
 		defer p.drained.Done()
@@ -206,11 +212,48 @@ func (p *Producer) Flush(ctx context.Context) error {
 	return p.Err()
 }
 
+// CommitOffsets commits consumed offsets outside a transaction, for the
+// at-least-once mode, on behalf of group member g. It goes through the
+// producer's own connections: the group consumer's connection to the same
+// broker is held by long-polling fetches, behind which a commit would wait.
+func (p *Producer) CommitOffsets(offsets map[string]map[int32]int64, g GroupMetadata) error {
+	b, err := p.client.Coordinator(g.GroupID)
+	if err != nil {
+		return fmt.Errorf("kafka: group coordinator: %w", err)
+	}
+	req := sarama.NewOffsetCommitRequest(p.client.Config(), g.GroupID)
+	req.ConsumerGroupGeneration = g.GenerationID
+	req.ConsumerID = g.MemberID
+	if g.InstanceID != "" {
+		id := g.InstanceID
+		req.GroupInstanceId = &id
+	}
+	for topic, parts := range offsets {
+		for part, off := range parts {
+			req.AddBlockWithLeaderEpoch(topic, part, off, -1, 0, "")
+		}
+	}
+	resp, err := b.CommitOffset(req)
+	if err != nil {
+		p.client.RefreshCoordinator(g.GroupID)
+		return fmt.Errorf("kafka: commit offsets: %w", err)
+	}
+	for topic, parts := range resp.Errors {
+		for part, kerr := range parts {
+			if kerr != sarama.ErrNoError {
+				return fmt.Errorf("kafka: commit offset %s/%d: %w", topic, part, kerr)
+			}
+		}
+	}
+	return nil
+}
+
 // Close closes the producer. It does not abort an open transaction: abort
 // first.
 func (p *Producer) Close() error {
 	err := p.ap.Close()
 	p.drained.Wait()
+	p.client.Close()
 	var pe sarama.ProducerErrors
 	if errors.As(err, &pe) {
 		return nil // already reported through Err

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/verify"
+)
+
+// LagCmd is `onceflow lag`.
+type LagCmd struct {
+	ClientFlags `embed:""`
+
+	Group string        `name:"group" short:"g" required:"" help:"Consumer group (a topology's --app-id)."`
+	Topic string        `name:"topic" short:"t" required:"" help:"Input topic."`
+	Wait  time.Duration `name:"wait" help:"Wait up to this long until the group has committed through the topic's end; exit 1 if it has not."`
+	JSON  bool          `name:"json" help:"Print the result as a JSON object."`
+}
+
+// Run prints the group's committed progress through the topic.
+func (c *LagCmd) Run(env *Env) error {
+	var p verify.Progress
+	var err error
+	start := time.Now()
+	if c.Wait > 0 {
+		ctx, cancel := context.WithTimeout(env.Ctx, c.Wait)
+		defer cancel()
+		p, err = verify.WaitCaughtUp(ctx, c.BrokerList(), c.Group, c.Topic, 50*time.Millisecond, nil)
+		if err == context.DeadlineExceeded {
+			err = nil
+		}
+	} else {
+		p, err = verify.GroupProgress(env.Ctx, c.BrokerList(), c.Group, c.Topic)
+	}
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		b, _ := json.Marshal(struct {
+			verify.Progress
+			WaitedSeconds float64 `json:"waited_seconds"`
+		}{p, time.Since(start).Seconds()})
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+	} else {
+		fmt.Fprintf(env.Stdout, "group %s on %s: committed %d of %d, lag %d\n", p.Group, p.Topic, p.Committed, p.End, p.Lag)
+	}
+	if c.Wait > 0 && p.Lag > 0 {
+		return errCheckFailed
+	}
+	return nil
+}

@@ -1,0 +1,39 @@
+package engine_test
+
+import (
+	"testing"
+	"time"
+
+	copyex "github.com/onceflow/onceflow/examples/copy"
+	"github.com/onceflow/onceflow/internal/enginetest"
+)
+
+// BenchmarkCopy measures one replica copying pre-produced records on the
+// embedded broker, in each guarantee. Run with -benchtime=Nx for N records
+// per iteration; compare the two sub-benchmarks of one run.
+func BenchmarkCopy(b *testing.B) {
+	for _, eos := range []bool{true, false} {
+		name := map[bool]string{true: "exactly_once", false: "at_least_once"}[eos]
+		b.Run(name, func(b *testing.B) {
+			env := enginetest.New(b)
+			in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+			env.CreateTopic(in, 6)
+			for i := 0; i < b.N; i += 10000 {
+				env.Produce(in, i, min(10000, b.N-i))
+			}
+			cfg := env.Config(app, "r1")
+			cfg.ExactlyOnce = eos
+			cfg.CommitInterval = 100 * time.Millisecond
+			cfg.CommitRecords = 10000
+			b.ResetTimer()
+			r := env.Start(cfg, compile(&testing.T{}, copyex.Topology(in, out)))
+			for r.E.Stats().Committed == 0 || r.E.Stats().RecordsIn < int64(b.N) {
+				time.Sleep(time.Millisecond)
+			}
+			b.StopTimer()
+			r.Stop()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+			b.Logf("%s: %+v", name, r.E.Stats())
+		})
+	}
+}

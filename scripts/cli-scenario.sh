@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The engine core's CLI scenario, with the CLI processes alone.
+#
+#   scripts/cli-scenario.sh [--brokers HOST:PORT] [--records N] [--kills K]
+#
+# 1. Throughput, side by side in one run: for each guarantee (exactly_once,
+#    then at_least_once) three `onceflow run copy` replicas start on an empty
+#    topic, N records are produced into 6 partitions, and the time until the
+#    group has committed through the end gives records/s.
+# 2. Chaos: N records, three exactly-once replicas, one killed with SIGKILL
+#    and restarted K times during the run, then `onceflow verify`.
+#
+# Without --brokers an embedded `onceflow broker` is started and stopped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+brokers="" records=200000 kills=2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --brokers) brokers="$2"; shift 2 ;;
+    --records) records="$2"; shift 2 ;;
+    --kills) kills="$2"; shift 2 ;;
+    *) echo "usage: $0 [--brokers B] [--records N] [--kills K]" >&2; exit 2 ;;
+  esac
+done
+
+go build -o bin/onceflow ./cmd/onceflow
+of=bin/onceflow
+work=$(mktemp -d /tmp/onceflow-scenario.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+if [ -z "$brokers" ]; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  brokers="127.0.0.1:$port"
+  $of broker --addr "$brokers" >"$work/broker.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do $of lag -b "$brokers" -g none -t none >/dev/null 2>&1 && break; grep -q listening "$work/broker.log" && break; sleep 0.1; done
+fi
+echo "brokers $brokers; logs in $work"
+run_id=$(date +%s)
+
+start_replica() { # app input output instance guarantee port
+  $of run copy --brokers "$brokers" --app-id "$1" --input "$2" --output "$3" --instance-id "$4" \
+    --guarantee "$5" --metrics-addr "127.0.0.1:$6" --log-level info >>"$work/$1-$4.log" 2>&1 &
+  echo $!
+}
+
+wait_ready() { # ports...
+  for p in "$@"; do
+    for _ in $(seq 300); do curl -sf "http://127.0.0.1:$p/readyz" >/dev/null && break; sleep 0.1; done
+  done
+}
+
+now() { date +%s.%N; }
+stop_pid() { # graceful stop of a replica started in a subshell
+  kill -TERM "$1" 2>/dev/null || return 0
+  for _ in $(seq 300); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+}
+base_port=$((20000 + RANDOM % 20000))
+
+declare -A rate
+for g in ${GUARANTEES:-exactly_once at_least_once}; do
+  app="tp-$g-$run_id" in="tp-in-$g-$run_id" out="tp-out-$g-$run_id"
+  $of produce -b "$brokers" --topic "$in" --records 1 --partitions 6 --no-progress >/dev/null
+  rp=()
+  for i in 1 2 3; do rp+=("$(start_replica "$app" "$in" "$out" "r$i" "$g" $((base_port + i)))"); done
+  pids+=("${rp[@]}")
+  wait_ready $((base_port + 1)) $((base_port + 2)) $((base_port + 3))
+  $of lag -b "$brokers" -g "$app" -t "$in" --wait 60s >/dev/null
+  sleep 2
+  t0=$(now)
+  $of produce -b "$brokers" --topic "$in" --records "$records" --no-progress >/dev/null
+  $of lag -b "$brokers" -g "$app" -t "$in" --wait 600s >/dev/null
+  t1=$(now)
+  rate[$g]=$(python3 -c "print(round($records/($t1-$t0)))")
+  echo "throughput $g: $records records in $(python3 -c "print(round($t1-$t0,2))") s = ${rate[$g]} records/s"
+  for p in "${rp[@]}"; do stop_pid "$p"; done
+  base_port=$((base_port + 10))
+done
+echo "exactly_once / at_least_once = $(python3 -c "print(round(${rate[exactly_once]}/${rate[at_least_once]},3))")"
+
+# Chaos: exactly-once, one replica killed with SIGKILL and restarted $kills times.
+app="chaos-$run_id" in="chaos-in-$run_id" out="chaos-out-$run_id"
+echo "chaos: producing $records records into $in (6 partitions)"
+$of produce -b "$brokers" --topic "$in" --records "$records" --partitions 6 --no-progress
+rp=()
+for i in 1 2 3; do rp+=("$(start_replica "$app" "$in" "$out" "r$i" exactly_once $((base_port + i)))"); done
+pids+=("${rp[@]}")
+victim=${rp[2]}
+for k in $(seq "$kills"); do
+  target=$(( records * k / (kills + 1) ))
+  while :; do
+    c=$($of lag -b "$brokers" -g "$app" -t "$in" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["committed"])')
+    [ "$c" -ge "$target" ] && break
+    sleep 0.05
+  done
+  kill -KILL "$victim"
+  while kill -0 "$victim" 2>/dev/null; do sleep 0.01; done
+  echo "chaos: killed r3 (pid $victim) with SIGKILL at $c committed records; restarting it"
+  victim=$(start_replica "$app" "$in" "$out" r3 exactly_once $((base_port + 3)))
+  pids+=("$victim")
+done
+$of lag -b "$brokers" -g "$app" -t "$in" --wait 600s
+echo "chaos: onceflow verify --brokers $brokers --input $in --output $out --json"
+$of verify --brokers "$brokers" --input "$in" --output "$out" --json
