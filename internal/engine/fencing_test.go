@@ -136,4 +136,3 @@ func TestNewOwnerWaitsForPendingCommit(t *testing.T) {
 	a.Stop()
 	env.Verify(in, out)
 }
-

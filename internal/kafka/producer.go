@@ -61,7 +61,7 @@ type GroupMetadata struct {
 type Producer struct {
 	client sarama.Client
 	ap     sarama.AsyncProducer
-	txnal bool
+	txnal  bool
 
 	sent    atomic.Int64 // records handed to the client
 	settled atomic.Int64 // records acknowledged or failed (at-least-once)
