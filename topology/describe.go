@@ -10,13 +10,16 @@ import (
 // Describe prints the graph, one sub-topology at a time, followed by any
 // validation problems.
 func (t *Topology) Describe() string {
+	if t == nil {
+		return "topology <nil>\n  problems:\n    - " + t.Validate().Error() + "\n"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "topology %s\n", t.name)
 	g := graph.New(t.name, t.nodes)
 	for _, st := range g.SubTopologies {
 		fmt.Fprintf(&b, "  sub-topology %d (sources: %s)\n", st.ID, strings.Join(st.SourceTopics, ", "))
 		for _, n := range t.nodes {
-			if n.Kind != graph.KindSource || g.SubTopologyOf(n.Topic) != st.ID {
+			if n.Kind != graph.KindSource || g.SubTopologyOfNode(n) != st.ID {
 				continue
 			}
 			describeNode(&b, n, 2)

@@ -352,7 +352,8 @@ func (t *Topology) Validate() error {
 		errs = append(errs, errors.New("topology: no source: add one with Source"))
 	}
 	for _, n := range t.nodes {
-		if n.Kind == graph.KindSink && sourceTopics[n.Topic] {
+		// An empty topic is already reported; it is not also a loop.
+		if n.Kind == graph.KindSink && n.Topic != "" && sourceTopics[n.Topic] {
 			errs = append(errs, fmt.Errorf("topology: topic %q is both read and written: a loop", n.Topic))
 		}
 		if n.Kind == graph.KindSource && len(n.Children) == 0 {
