@@ -293,6 +293,33 @@ func FlatMap[K, V, K2, V2 any](s Stream[K, V], fn func(K, V) ([]KeyValue[K2, V2]
 	})
 }
 
+// Merge combines streams of one type into one. Their sources join one
+// sub-topology, so they must be co-partitioned (same partition count): a
+// task then sees partition p of every one of them.
+func Merge[K, V any](streams ...Stream[K, V]) Stream[K, V] {
+	var t *Topology
+	for _, s := range streams {
+		if s.valid("merge") {
+			if t != nil && s.t != t {
+				t.errorf("merge: streams come from different topologies")
+				return Stream[K, V]{}
+			}
+			t = s.t
+		}
+	}
+	if t == nil {
+		return Stream[K, V]{}
+	}
+	n := t.add(graph.KindProcessor, "merge", "", nil)
+	n.Process = func(c *graph.Context, r graph.Record) error { return c.Forward(r) }
+	for _, s := range streams {
+		if s.valid("merge") {
+			s.node.Children = append(s.node.Children, n)
+		}
+	}
+	return Stream[K, V]{t: t, node: n}
+}
+
 // Process runs fn on every record; fn forwards results through its context
 // and can read the input record's coordinates and headers. name must be
 // unique in the topology.

@@ -1,0 +1,69 @@
+package processor_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/processor"
+	"github.com/onceflow/onceflow/serde"
+	"github.com/onceflow/onceflow/topology"
+)
+
+func copyTopic(in, out string) *topology.Topology {
+	t := topology.New("copy")
+	topology.To(topology.Source(t, in, serde.Bytes(), serde.Bytes()), out, serde.Bytes(), serde.Bytes())
+	return t
+}
+
+func TestRunFailsClearlyWhenBrokersAreUnreachable(t *testing.T) {
+	p, err := processor.New(processor.Config{Brokers: []string{"127.0.0.1:1"}, ApplicationID: "app", InstanceID: "r1"}, copyTopic("in", "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = p.Run(ctx)
+	if !errors.Is(err, processor.ErrUnreachable) {
+		t.Fatalf("Run: %v, want ErrUnreachable", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Run waited for the test's deadline (%v) instead of failing on its own", time.Since(start))
+	}
+	if !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("error does not name the brokers: %v", err)
+	}
+}
+
+func TestRunFailsClearlyOnMissingAndUnpartneredTopics(t *testing.T) {
+	env := enginetest.New(t)
+	a, b := env.Name("a"), env.Name("b")
+	env.CreateTopic(a, 3)
+	env.CreateTopic(b, 4)
+	tp := topology.New("join")
+	sa := topology.Source(tp, a, serde.String(), serde.String())
+	sb := topology.Source(tp, b, serde.String(), serde.String())
+	topology.To(topology.Merge(sa, sb), env.Name("out"), serde.String(), serde.String())
+	missing := topology.Source(tp, env.Name("nope"), serde.String(), serde.String())
+	topology.To(missing, env.Name("out2"), serde.String(), serde.String())
+
+	p, err := processor.New(processor.Config{Brokers: env.Brokers, ApplicationID: env.Name("app"), InstanceID: "r1"}, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = p.Run(ctx)
+	if !errors.Is(err, processor.ErrTopicMissing) {
+		t.Errorf("Run: %v, want ErrTopicMissing", err)
+	}
+	for _, want := range []string{env.Name("nope"), "not co-partitioned", a + " has 3 partitions", b + " has 4 partitions"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
