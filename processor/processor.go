@@ -124,10 +124,24 @@ func (c Config) Validate() error {
 	if err := c.timeouts().Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.CommitInterval >= c.timeouts().Transaction {
-		errs = append(errs, fmt.Errorf("commit interval %v must be below the transaction timeout %v", c.CommitInterval, c.timeouts().Transaction))
+	if ci := c.withDefaults().CommitInterval; ci >= c.timeouts().Transaction {
+		errs = append(errs, fmt.Errorf("commit interval %v must be below the transaction timeout %v", ci, c.timeouts().Transaction))
 	}
 	return errors.Join(errs...)
+}
+
+// withDefaults fills the zero fields that have defaults.
+func (c Config) withDefaults() Config {
+	if c.CommitInterval == 0 {
+		c.CommitInterval = 100 * time.Millisecond
+	}
+	if c.CommitRecords == 0 {
+		c.CommitRecords = 10000
+	}
+	if c.Guarantee == "" {
+		c.Guarantee = ExactlyOnce
+	}
+	return c
 }
 
 func (c Config) client() kafka.Client {
@@ -169,15 +183,7 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if cfg.CommitInterval == 0 {
-		cfg.CommitInterval = 100 * time.Millisecond
-	}
-	if cfg.CommitRecords == 0 {
-		cfg.CommitRecords = 10000
-	}
-	if cfg.Guarantee == "" {
-		cfg.Guarantee = ExactlyOnce
-	}
+	cfg = cfg.withDefaults()
 	log := cfg.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
