@@ -101,6 +101,9 @@ func TestConfigValidate(t *testing.T) {
 			c.SessionTimeout = 5 * time.Second
 			c.CommitInterval = 4 * time.Second
 		}, []string{"commit interval 4s must be below the transaction timeout 4s"}},
+		{"default commit interval above a short transaction timeout", func(c *processor.Config) {
+			c.TransactionTimeout = 50 * time.Millisecond
+		}, []string{"commit interval 100ms must be below the transaction timeout 50ms"}},
 		{"commit interval below 1ms", func(c *processor.Config) {
 			c.CommitInterval = 500 * time.Microsecond
 		}, []string{"commit interval 500µs: want at least 1ms"}},
