@@ -42,7 +42,15 @@ func describeNode(b *strings.Builder, n *graph.Node, depth int) {
 	case graph.KindSink:
 		fmt.Fprintf(b, "%ssink %s -> topic %s [%s]\n", indent, n.Name, n.Topic, n.Format)
 	default:
-		fmt.Fprintf(b, "%s%s %s\n", indent, n.Op, n.Name)
+		var stores []string
+		for _, st := range n.Stores {
+			stores = append(stores, st.Name)
+		}
+		if len(stores) > 0 {
+			fmt.Fprintf(b, "%s%s %s (stores: %s)\n", indent, n.Op, n.Name, strings.Join(stores, ", "))
+		} else {
+			fmt.Fprintf(b, "%s%s %s\n", indent, n.Op, n.Name)
+		}
 	}
 	for _, c := range n.Children {
 		describeNode(b, c, depth+1)

@@ -13,7 +13,8 @@ import (
 
 // Topology is a graph under construction. Create one with New.
 type Topology struct {
-	name  string
+	stores map[string]bool
+	name   string
 	nodes []*graph.Node
 	errs  []error
 	seq   map[string]int
@@ -323,13 +324,31 @@ func Merge[K, V any](streams ...Stream[K, V]) Stream[K, V] {
 // Process runs fn on every record; fn forwards results through its context
 // and can read the input record's coordinates and headers. name must be
 // unique in the topology.
-func Process[K, V, K2, V2 any](s Stream[K, V], name string, fn ProcessFunc[K, V, K2, V2]) Stream[K2, V2] {
+//
+// stores are the state stores fn reads and writes (see Store). A store
+// belongs to one sub-topology; its tasks each keep their own part.
+func Process[K, V, K2, V2 any](s Stream[K, V], name string, fn ProcessFunc[K, V, K2, V2], stores ...StoreRef) Stream[K2, V2] {
 	if s.t != nil && s.node != nil && strings.TrimSpace(name) == "" {
 		s.t.errorf("process: name is empty")
 	}
-	return stage[K, V, K2, V2](s, "process", name, fn == nil, func(c *graph.Context, r graph.Record) error {
+	out := stage[K, V, K2, V2](s, "process", name, fn == nil, func(c *graph.Context, r graph.Record) error {
 		return fn(Context[K2, V2]{c: c}, typed[K, V](r))
 	})
+	if out.node == nil {
+		return out
+	}
+	for _, st := range stores {
+		if st == nil || st.owner() == nil {
+			s.t.errorf("process %q: store is not declared (use Store)", out.node.Name)
+			continue
+		}
+		if st.owner() != s.t {
+			s.t.errorf("process %q: store %q belongs to another topology", out.node.Name, st.spec().Name)
+			continue
+		}
+		out.node.Stores = append(out.node.Stores, st.spec())
+	}
+	return out
 }
 
 // checkTopic applies Kafka's rules for topic names.
@@ -378,6 +397,7 @@ func (t *Topology) Validate() error {
 	if sources == 0 {
 		errs = append(errs, errors.New("topology: no source: add one with Source"))
 	}
+	errs = append(errs, t.checkStores()...)
 	for _, n := range t.nodes {
 		// An empty topic is already reported; it is not also a loop.
 		if n.Kind == graph.KindSink && n.Topic != "" && sourceTopics[n.Topic] {
@@ -397,4 +417,31 @@ func (t *Topology) Compile() (*graph.Graph, error) {
 		return nil, err
 	}
 	return graph.New(t.name, t.nodes), nil
+}
+
+// checkStores reports stores shared across sub-topologies or kinds.
+func (t *Topology) checkStores() []error {
+	var errs []error
+	g := graph.New(t.name, t.nodes)
+	type use struct {
+		sub  int
+		kind graph.StoreKind
+		node string
+	}
+	seen := map[string]use{}
+	for _, n := range t.nodes {
+		for _, st := range n.Stores {
+			u := use{g.SubTopologyOfNode(n), st.Kind, n.Name}
+			prev, ok := seen[st.Name]
+			switch {
+			case !ok:
+				seen[st.Name] = u
+			case prev.kind != u.kind:
+				errs = append(errs, fmt.Errorf("topology: store name %q is used by %q and %q for different kinds of store", st.Name, prev.node, u.node))
+			case prev.sub != u.sub:
+				errs = append(errs, fmt.Errorf("topology: store %q is used by %q and %q in different sub-topologies: a store belongs to one", st.Name, prev.node, u.node))
+			}
+		}
+	}
+	return errs
 }

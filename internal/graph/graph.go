@@ -52,6 +52,8 @@ type Input struct {
 	Partition int32
 	Offset    int64
 	Headers   []Header
+	Value     []byte // the consumed value bytes (for payload hashes)
+	Timestamp time.Time
 }
 
 // Emitter receives the encoded output of sink nodes.
@@ -75,6 +77,8 @@ type Node struct {
 	Process func(c *Context, r Record) error
 	// Encode turns a sink's key and value into bytes.
 	Encode func(k, v any) (key, value []byte, err error)
+	// Stores are the state stores Process uses.
+	Stores []Store
 }
 
 // SubTopology is a connected part of the graph. Its source topics must be
@@ -83,6 +87,7 @@ type SubTopology struct {
 	ID           int
 	SourceTopics []string
 	SinkTopics   []string
+	Stores       []Store
 }
 
 // Graph is a validated topology.
@@ -137,8 +142,34 @@ func New(name string, nodes []*Node) *Graph {
 				st.SinkTopics = append(st.SinkTopics, n.Topic)
 			}
 		}
+		for _, s := range n.Stores {
+			if !slices.ContainsFunc(st.Stores, func(o Store) bool { return o.Name == s.Name }) {
+				st.Stores = append(st.Stores, s)
+			}
+		}
 	}
 	return g
+}
+
+// Stores lists every store with the sub-topology that uses it.
+func (g *Graph) Stores() map[string]int {
+	out := map[string]int{}
+	for _, st := range g.SubTopologies {
+		for _, s := range st.Stores {
+			out[s.Name] = st.ID
+		}
+	}
+	return out
+}
+
+// Stateful reports whether any node uses a store.
+func (g *Graph) Stateful() bool {
+	for _, st := range g.SubTopologies {
+		if len(st.Stores) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Source returns the source node reading topic, or nil.
@@ -179,7 +210,11 @@ type Context struct {
 	node  *Node
 	input *Input
 	out   Emitter
+	state State
 }
+
+// State returns the task's state, or nil when the graph has no stores.
+func (c *Context) State() State { return c.state }
 
 // Input returns the consumed record being processed.
 func (c *Context) Input() *Input { return c.input }
@@ -222,7 +257,12 @@ func (c *Context) deliver(r Record) error {
 
 // Run pushes one decoded record from source through the graph.
 func Run(source *Node, in *Input, r Record, out Emitter) error {
-	c := &Context{node: source, input: in, out: out}
+	return RunWithState(source, in, r, out, nil)
+}
+
+// RunWithState is Run with the task's state for stateful nodes.
+func RunWithState(source *Node, in *Input, r Record, out Emitter, st State) error {
+	c := &Context{node: source, input: in, out: out, state: st}
 	return c.Forward(r)
 }
 

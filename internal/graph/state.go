@@ -1,0 +1,77 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// StoreKind says how the runtime keeps a store.
+type StoreKind int
+
+const (
+	// StoreKeyValue is a plain key-value store.
+	StoreKeyValue StoreKind = iota
+	// StoreDedup keeps event ids with their first-seen time, source and
+	// payload hash, and expires them by event time.
+	StoreDedup
+	// StoreVersion keeps the last applied version per entity key.
+	StoreVersion
+)
+
+// Store declares a state store a node uses.
+type Store struct {
+	Name      string
+	Kind      StoreKind
+	Retention time.Duration // dedup stores: how long an event id is remembered
+}
+
+// DedupResult is what a dedup store says about an event id.
+type DedupResult int
+
+const (
+	// DedupNew: first time seen; now remembered.
+	DedupNew DedupResult = iota
+	// DedupDuplicate: seen before with the same payload.
+	DedupDuplicate
+	// DedupConflict: seen before with a different payload.
+	DedupConflict
+)
+
+// State is the task-scoped state a node reads and writes inside the
+// current transaction. The runtime implements it.
+type State interface {
+	Get(store string, key []byte) ([]byte, bool, error)
+	Put(store string, key, value []byte) error
+	Delete(store string, key []byte) error
+	// Range calls fn for each key in [start, end) in order (nil bounds:
+	// the whole store) until fn returns false.
+	Range(store string, start, end []byte, fn func(key, value []byte) bool) error
+	// Dedup checks and remembers an event id with the hash of its payload.
+	Dedup(store string, eventID []byte, payloadHash [32]byte, eventTime time.Time) (DedupResult, error)
+}
+
+// ErrNoState is returned by a node's state access when the runtime runs
+// the graph without state (a topology with no stores).
+var ErrNoState = errors.New("graph: no state available")
+
+// Rejection is returned by a gate that rejects a record: the runtime
+// writes the input record to the rejected-records topic with Reason.
+type Rejection struct {
+	Reason string
+	Detail string
+}
+
+func (r *Rejection) Error() string {
+	if r.Detail == "" {
+		return "rejected: " + r.Reason
+	}
+	return fmt.Sprintf("rejected: %s: %s", r.Reason, r.Detail)
+}
+
+// Rejection reasons of the built-in gates.
+const (
+	ReasonDuplicate = "duplicate"
+	ReasonConflict  = "conflict"
+	ReasonStale     = "stale"
+)
