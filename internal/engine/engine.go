@@ -177,7 +177,7 @@ func (e *Engine) newProducer(ctx context.Context) (*kafka.Producer, error) {
 	}
 	wait := 200 * time.Millisecond
 	for {
-		p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID)
+		p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID, e.g.Stateful())
 		if err == nil {
 			return p, nil
 		}

@@ -52,7 +52,7 @@ func TestFencedProducerIsRecreated(t *testing.T) {
 		}
 	}()
 	time.Sleep(200 * time.Millisecond)
-	intruder, err := kafka.NewProducer(kafka.Client{Brokers: env.Brokers}, kafka.Timeouts{}, app+"-a")
+	intruder, err := kafka.NewProducer(kafka.Client{Brokers: env.Brokers}, kafka.Timeouts{}, app+"-a", false)
 	if err != nil {
 		t.Fatalf("intruding producer: %v", err)
 	}

@@ -21,7 +21,13 @@ type Message struct {
 	Value     []byte
 	Headers   []graph.Header
 	Timestamp time.Time
+	// Track asks for the record's offset: see TrackedOffsets. Only on a
+	// producer created with tracking.
+	Track bool
 }
+
+// tracked marks messages whose offsets the producer records.
+type tracked struct{}
 
 // TxnState classifies a transactional producer after a failed call.
 type TxnState int
@@ -65,18 +71,26 @@ type Producer struct {
 
 	sent    atomic.Int64 // records handed to the client
 	settled atomic.Int64 // records acknowledged or failed (at-least-once)
+	track   bool
 	mu      struct {
 		sync.Mutex
-		err error // first produce error since the last Reset
+		err          error // first produce error since the last Reset
+		trackSent    int64
+		trackSettled int64
+		offsets      map[string]map[int32]int64 // next offset after the tracked records acknowledged
 	}
 	drained sync.WaitGroup
 }
 
 // NewProducer creates a producer. With a transactional id it initialises
 // the id with the coordinator (fencing any previous producer with that id
-// and aborting its open transaction).
-func NewProducer(c Client, t Timeouts, transactionalID string) (*Producer, error) {
+// and aborting its open transaction). With track, the offsets of messages
+// sent with Track are recorded (it costs a hand-off per record).
+func NewProducer(c Client, t Timeouts, transactionalID string, track bool) (*Producer, error) {
 	cfg := producerConfig(c, t.WithDefaults(), transactionalID)
+	if track {
+		cfg.Producer.Return.Successes = true
+	}
 	client, err := sarama.NewClient(c.Brokers, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: producer client: %w", err)
@@ -86,7 +100,8 @@ func NewProducer(c Client, t Timeouts, transactionalID string) (*Producer, error
 		client.Close()
 		return nil, fmt.Errorf("kafka: producer %q: %w", transactionalID, err)
 	}
-	p := &Producer{client: client, ap: ap, txnal: transactionalID != ""}
+	p := &Producer{client: client, ap: ap, txnal: transactionalID != "", track: track}
+	p.mu.offsets = map[string]map[int32]int64{}
 	p.drained.Add(1)
 	go func() {
 		defer p.drained.Done()
@@ -95,15 +110,29 @@ func NewProducer(c Client, t Timeouts, transactionalID string) (*Producer, error
 			if p.mu.err == nil {
 				p.mu.err = fmt.Errorf("kafka: produce to %s/%d: %w", e.Msg.Topic, e.Msg.Partition, e.Err)
 			}
+			if _, ok := e.Msg.Metadata.(tracked); ok {
+				p.mu.trackSettled++
+			}
 			p.mu.Unlock()
 			p.settled.Add(1)
 		}
 	}()
-	if !p.txnal {
+	if cfg.Producer.Return.Successes {
 		p.drained.Add(1)
 		go func() {
 			defer p.drained.Done()
-			for range ap.Successes() {
+			for m := range ap.Successes() {
+				if _, ok := m.Metadata.(tracked); ok {
+					p.mu.Lock()
+					parts := p.mu.offsets[m.Topic]
+					if parts == nil {
+						parts = map[int32]int64{}
+						p.mu.offsets[m.Topic] = parts
+					}
+					parts[m.Partition] = max(parts[m.Partition], m.Offset+1)
+					p.mu.trackSettled++
+					p.mu.Unlock()
+				}
 				p.settled.Add(1)
 			}
 		}()
@@ -136,8 +165,43 @@ func (p *Producer) Send(m *Message) {
 			pm.Headers[i] = sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value}
 		}
 	}
+	if m.Track && p.track {
+		pm.Metadata = tracked{}
+		p.mu.Lock()
+		p.mu.trackSent++
+		p.mu.Unlock()
+	}
 	p.sent.Add(1)
 	p.ap.Input() <- pm
+}
+
+// TrackedOffsets waits until every tracked message sent since the last
+// ResetTracked is acknowledged (after a successful commit they all are, or
+// about to be handed over) and returns, per topic and partition, the
+// offset after the last one.
+func (p *Producer) TrackedOffsets(ctx context.Context) (map[string]map[int32]int64, error) {
+	for {
+		p.mu.Lock()
+		if p.mu.trackSettled >= p.mu.trackSent {
+			out := p.mu.offsets
+			p.mu.Unlock()
+			return out, nil
+		}
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Microsecond):
+		}
+	}
+}
+
+// ResetTracked forgets tracked offsets, at the start of a transaction.
+func (p *Producer) ResetTracked() {
+	p.mu.Lock()
+	p.mu.offsets = map[string]map[int32]int64{}
+	p.mu.trackSent, p.mu.trackSettled = 0, 0
+	p.mu.Unlock()
 }
 
 // AddOffsets adds the consumed offsets (next offset to read, per topic and
