@@ -19,6 +19,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/statestore"
 )
 
 // Header names the engine writes.
@@ -43,6 +44,7 @@ type Config struct {
 	ExactlyOnce    bool
 	CommitInterval time.Duration
 	CommitRecords  int
+	StateDir       string // "" keeps state in memory (restored from changelogs at every start)
 	Logger         hclog.Logger
 	Registerer     prometheus.Registerer
 	Hooks          Hooks
@@ -56,6 +58,9 @@ type Hooks struct {
 	BeforeAddOffsets func()
 	// BeforeCommit runs after the offsets joined, before CommitTxn.
 	BeforeCommit func()
+	// BeforeApply runs after a commit, before its state reaches Pebble;
+	// returning false skips the apply, as a crash at that instant would.
+	BeforeApply func() bool
 }
 
 // Engine is one replica.
@@ -75,6 +80,12 @@ type Engine struct {
 	producer *kafka.Producer // owned by Run between sessions, by the driver during one
 	group    *kafka.Group
 
+	// State, for topologies with stores.
+	stores  map[string]storeInfo
+	byTopic map[string]string // changelog topic → store
+	db      *statestore.DB
+	reader  *kafka.ChangelogReader
+
 	ready   atomic.Bool
 	crashed atomic.Bool
 	mu      struct {
@@ -93,7 +104,9 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: register metrics: %w", err)
 	}
-	return &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected"}, nil
+	e := &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected"}
+	e.stores = e.storeInfos()
+	return e, nil
 }
 
 // Stats returns a snapshot of the counters.
@@ -114,6 +127,13 @@ func (e *Engine) Crash() { e.crashed.Store(true) }
 func (e *Engine) Run(ctx context.Context) error {
 	if err := e.prepare(ctx); err != nil {
 		return err
+	}
+	if len(e.stores) > 0 {
+		if err := e.openState(); err != nil {
+			return err
+		}
+		defer e.db.Close()
+		e.reader = kafka.NewChangelogReader(e.cfg.Client)
 	}
 	group, err := kafka.NewGroup(e.cfg.Client, e.cfg.Timeouts, e.cfg.AppID, e.cfg.InstanceID, 0)
 	if err != nil {
@@ -269,6 +289,26 @@ func (e *Engine) prepare(ctx context.Context) error {
 	parts, err := admin.Ensure(want, nil)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
+	}
+	if len(e.stores) > 0 {
+		changelogs := map[string]int32{}
+		for _, s := range e.stores {
+			var n int32
+			for _, t := range e.g.SubTopologies[s.sub].SourceTopics {
+				n = max(n, have[t])
+			}
+			changelogs[s.topic] = n
+		}
+		compact := "compact"
+		cl, err := admin.Ensure(changelogs, map[string]*string{"cleanup.policy": &compact})
+		if err != nil {
+			return fmt.Errorf("engine: changelogs: %w", err)
+		}
+		for t, n := range cl {
+			if n != changelogs[t] {
+				return fmt.Errorf("engine: changelog %q has %d partitions, its sub-topology %d: delete it or restore the input's partition count", t, n, changelogs[t])
+			}
+		}
 	}
 	e.sinkParts = parts
 	e.rejectedParts = parts[e.rejected]

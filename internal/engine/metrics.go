@@ -15,11 +15,14 @@ type Stats struct {
 	Aborted             int64 // transactions aborted (each followed by a rewind)
 	ProducerRecreations int64 // producers closed and created again after fencing or an unknown outcome
 	Sessions            int64 // group sessions (generations) this replica took part in
+	Restored            int64 // changelog records replayed into local state
+	Wipes               int64 // task stores wiped because the changelog no longer held their offset
+	Expired             int64 // dedup entries expired by event time
 }
 
 // counters back Stats.
 type counters struct {
-	in, out, rejected, committed, aborted, recreated, sessions atomic.Int64
+	in, out, rejected, committed, aborted, recreated, sessions, restored, wipes, expired atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -31,6 +34,9 @@ func (c *counters) snapshot() Stats {
 		Aborted:             c.aborted.Load(),
 		ProducerRecreations: c.recreated.Load(),
 		Sessions:            c.sessions.Load(),
+		Restored:            c.restored.Load(),
+		Wipes:               c.wipes.Load(),
+		Expired:             c.expired.Load(),
 	}
 }
 
@@ -48,6 +54,8 @@ type metrics struct {
 	rebalanceTime  prometheus.Histogram
 	assignedTasks  prometheus.Gauge
 	commitFailures *prometheus.CounterVec
+	restored       prometheus.Counter
+	restoreTime    prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, error) {
@@ -78,10 +86,15 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 			Help: "Input partitions this replica owns.", ConstLabels: labels}),
 		commitFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_commit_failures_total",
 			Help: "Failed transaction steps, by class (abortable, fatal, unknown, produce).", ConstLabels: labels}, []string{"class"}),
+		restored: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_restored_records_total",
+			Help: "Changelog records replayed into local state.", ConstLabels: labels}),
+		restoreTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "onceflow_restore_duration_seconds",
+			Help: "Time to restore one store of one task.", ConstLabels: labels,
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.recordsIn, m.recordsOut, m.rejected, m.transactions, m.commitLatency,
-			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures} {
+			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

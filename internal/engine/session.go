@@ -9,6 +9,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/statestore"
 )
 
 // handler receives one group session at a time.
@@ -31,8 +32,18 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	e.m.assignedTasks.Set(float64(n))
 	md := s.Metadata()
 	e.log.Info("session started", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(s.Claims()))
+	if len(e.stores) > 0 {
+		// Local state catches up with the changelogs before any input of
+		// the session is processed.
+		if err := e.restoreTasks(s.Context(), s.Claims()); err != nil {
+			e.log.Warn("restore failed; the session ends and the replica joins again", "error", err)
+			return nil, err
+		}
+	}
 	batches := make(chan kafka.Batch, 64)
-	h.d = &driver{e: e, s: s, p: e.producer, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{}}
+	h.d = &driver{e: e, s: s, p: e.producer, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
+		streamTime: map[statestore.Task]time.Time{}}
+	h.d.state = &taskState{d: h.d}
 	h.done = make(chan struct{})
 	go func() {
 		defer close(h.done)
@@ -46,6 +57,9 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 // driver commits what it processed (or aborts) before the member rejoins.
 func (h *handler) Cleanup(s kafka.Session) error {
 	h.e.ready.Store(false)
+	if h.d == nil {
+		return nil // Setup failed
+	}
 	close(h.d.finish)
 	<-h.done
 	h.e.producer = h.d.p // nil when the driver had to drop it
@@ -72,6 +86,12 @@ type driver struct {
 	lineage  string
 	input    graph.Input
 	inRecord *kafka.Record
+
+	// State (topologies with stores).
+	txn         *statestore.Txn
+	state       *taskState
+	changesSent int
+	streamTime  map[statestore.Task]time.Time
 }
 
 func (d *driver) run() {
@@ -115,6 +135,11 @@ func (d *driver) begin() bool {
 			return false
 		}
 	}
+	if d.e.db != nil {
+		d.txn = d.e.db.Begin()
+		d.changesSent = 0
+		d.p.ResetTracked()
+	}
 	d.open = true
 	d.started = time.Now()
 	return true
@@ -126,10 +151,18 @@ func (d *driver) process(b kafka.Batch) {
 	}
 	e := d.e
 	src := e.g.Source(b.Topic)
-	task := taskName(e.g.SubTopologyOf(b.Topic), b.Partition)
+	sub := e.g.SubTopologyOf(b.Topic)
+	task := taskName(sub, b.Partition)
+	d.state.task = statestore.Task{SubTopology: sub, Partition: b.Partition}
 	for i := range b.Records {
 		r := &b.Records[i]
-		d.handle(src, r)
+		if err := d.handle(src, r); err != nil {
+			d.fail("state", err)
+			return
+		}
+	}
+	if d.txn != nil {
+		d.produceChanges()
 	}
 	if err := d.p.Err(); err != nil {
 		e.m.commitFailures.WithLabelValues("produce").Inc()
@@ -147,29 +180,53 @@ func (d *driver) process(b kafka.Batch) {
 	e.m.recordsIn.WithLabelValues(task).Add(float64(len(b.Records)))
 }
 
-// handle runs one record through the graph. Its outputs are held until the
-// whole graph succeeded, so a failing record leaves no partial output: it
-// is rejected instead.
-func (d *driver) handle(src *graph.Node, r *kafka.Record) {
+// handle runs one record through the graph. Its outputs and state writes
+// are held until the whole graph succeeded, so a failing record leaves no
+// partial output and no state change: it is rejected instead. A record a
+// gate rejects keeps the state the gates before it wrote. The error is a
+// state failure (the transaction cannot go on), never the record's.
+func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	d.out = d.out[:0]
 	d.inRecord = r
 	d.lineage = ""
 	k, v, err := src.Decode(r.Key, r.Value)
 	if err != nil {
 		d.reject(r, ReasonUndecodable, err)
-		return
+		return nil
 	}
-	d.input = graph.Input{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Headers: r.Headers}
-	err = graph.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.Headers, Timestamp: r.Timestamp}, d)
+	d.input = graph.Input{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Headers: r.Headers, Value: r.Value, Timestamp: r.Timestamp}
+	var st graph.State
+	if d.txn != nil {
+		st = d.state
+	}
+	err = graph.RunWithState(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.Headers, Timestamp: r.Timestamp}, d, st)
+	if rej, ok := errors.AsType[*graph.Rejection](err); ok {
+		if d.txn != nil {
+			if ferr := d.state.flush(); ferr != nil {
+				return ferr
+			}
+		}
+		d.reject(r, rej.Reason, rej)
+		return nil
+	}
 	if err != nil {
+		if d.txn != nil {
+			d.state.drop()
+		}
 		d.reject(r, ReasonProcessingError, err)
-		return
+		return nil
+	}
+	if d.txn != nil {
+		if err := d.state.flush(); err != nil {
+			return err
+		}
 	}
 	for i := range d.out {
 		d.p.Send(&d.out[i])
 		d.e.m.recordsOut.WithLabelValues(d.out[i].Topic).Inc()
 	}
 	d.e.c.out.Add(int64(len(d.out)))
+	return nil
 }
 
 func (d *driver) source() string {
@@ -231,6 +288,13 @@ func (d *driver) reject(r *kafka.Record, reason string, cause error) {
 func (d *driver) commit() {
 	e := d.e
 	start := time.Now()
+	if d.txn != nil {
+		if err := d.expireDedup(); err != nil {
+			d.fail("expire", err)
+			return
+		}
+		d.produceChanges()
+	}
 	if e.cfg.ExactlyOnce {
 		if err := d.p.Err(); err != nil {
 			e.m.commitFailures.WithLabelValues("produce").Inc()
@@ -271,6 +335,31 @@ func (d *driver) commit() {
 	e.m.transactions.WithLabelValues("committed").Inc()
 	e.m.commitLatency.Observe(time.Since(start).Seconds())
 	e.m.recordsPerTxn.Observe(float64(d.records))
+	if d.txn != nil {
+		apply := true
+		if h := e.cfg.Hooks.BeforeApply; h != nil {
+			apply = h()
+		}
+		if !apply {
+			d.txn.Discard()
+			d.txn = nil
+			d.reset()
+			d.failed = true // as if crashed: process nothing more
+			return
+		}
+		if err := d.applyState(); err != nil {
+			// Kafka has the transaction; local state does not. The next
+			// session restores the tail from the changelog.
+			e.log.Warn("state apply failed after commit; rewinding to restore", "error", err)
+			d.txn.Discard()
+			d.txn = nil
+			d.reset()
+			d.failed = true
+			e.rewind()
+			return
+		}
+		d.txn = nil
+	}
 	d.reset()
 }
 
@@ -327,6 +416,10 @@ func (d *driver) fail(step string, err error) {
 		// An at-least-once producer with failed sends is reset by the rewind
 		// alone: the records are consumed again and sent again.
 		drop = false
+	}
+	if d.txn != nil {
+		d.txn.Discard()
+		d.txn = nil
 	}
 	if drop {
 		d.p.Close()

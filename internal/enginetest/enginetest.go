@@ -113,6 +113,35 @@ func (e *Env) Produce(topic string, from, n int) {
 	}
 }
 
+// ProduceRecords writes records as given, in order.
+func (e *Env) ProduceRecords(rs ...*kgo.Record) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := e.cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		e.T.Fatalf("produce: %v", err)
+	}
+}
+
+// DeleteRecords moves the log start of topic's partitions to the offsets
+// given.
+func (e *Env) DeleteRecords(topic string, before map[int32]int64) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	os := kadm.Offsets{}
+	for p, o := range before {
+		os.Add(kadm.Offset{Topic: topic, Partition: p, At: o})
+	}
+	resp, err := e.adm.DeleteRecords(ctx, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		e.T.Fatalf("delete records of %s: %v", topic, err)
+	}
+}
+
 // ProduceRaw writes one record as given.
 func (e *Env) ProduceRaw(topic string, key, value []byte) {
 	e.T.Helper()
@@ -172,6 +201,22 @@ func (e *Env) Verify(input, output string) verify.Report {
 	return r
 }
 
+// VerifySources checks that every input record has exactly one record in
+// the outputs (together), by lineage, whatever the values.
+func (e *Env) VerifySources(input string, outputs ...string) verify.Report {
+	e.T.Helper()
+	var out []verify.Record
+	for _, o := range outputs {
+		out = append(out, e.Read(o)...)
+	}
+	r := verify.MatchSources(input, e.Read(input), out)
+	e.T.Logf("verify %s -> %v: %s", input, outputs, r)
+	if !r.OK {
+		e.T.Errorf("exactly-once violated: %s", r)
+	}
+	return r
+}
+
 // CommittedOffsets returns the group's committed offsets for topic.
 func (e *Env) CommittedOffsets(group, topic string) map[int32]int64 {
 	e.T.Helper()
@@ -219,7 +264,7 @@ type Replica struct {
 func (e *Env) Config(app, instance string) engine.Config {
 	return engine.Config{
 		Client:         kafka.Client{Brokers: e.Brokers, ClientID: instance},
-		Timeouts:       kafka.Timeouts{Session: 6 * time.Second, Rebalance: 6 * time.Second, Transaction: 5 * time.Second}.WithDefaults(),
+		Timeouts:       kafka.Timeouts{Session: 10 * time.Second, Rebalance: 6 * time.Second, Transaction: 8 * time.Second}.WithDefaults(),
 		AppID:          app,
 		InstanceID:     instance,
 		ExactlyOnce:    true,

@@ -1,0 +1,378 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/statestore"
+)
+
+// storeInfo is what the engine knows of one store.
+type storeInfo struct {
+	graph.Store
+	sub   int
+	topic string // changelog topic
+}
+
+// changelogTopic names a store's changelog.
+func changelogTopic(app, store string) string { return app + "-" + store + "-changelog" }
+
+// stores lists the graph's stores.
+func (e *Engine) storeInfos() map[string]storeInfo {
+	out := map[string]storeInfo{}
+	for _, st := range e.g.SubTopologies {
+		for _, s := range st.Stores {
+			out[s.Name] = storeInfo{Store: s, sub: st.ID, topic: changelogTopic(e.cfg.AppID, s.Name)}
+		}
+	}
+	return out
+}
+
+// openState opens the replica's Pebble database.
+func (e *Engine) openState() error {
+	var dedup []string
+	for name, s := range e.stores {
+		if s.Kind == graph.StoreDedup {
+			dedup = append(dedup, name)
+		}
+	}
+	slices.Sort(dedup)
+	db, err := statestore.Open(e.cfg.StateDir, statestore.Options{Logger: e.log.Named("state"), DedupStores: dedup})
+	if err != nil {
+		return fmt.Errorf("engine: state: %w", err)
+	}
+	e.db = db
+	e.byTopic = map[string]string{}
+	for name, s := range e.stores {
+		e.byTopic[s.topic] = name
+	}
+	return nil
+}
+
+// restoreTasks brings the local state of every task of the session up to
+// its changelogs before any input is processed: from the offset the local
+// state records, or, when the changelog no longer holds it, from the start
+// after wiping that task's keyspace.
+func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) error {
+	done := map[statestore.StoreTask]bool{}
+	for _, topic := range slices.Sorted(maps.Keys(claims)) {
+		sub := e.g.SubTopologyOf(topic)
+		for _, p := range claims[topic] {
+			task := statestore.Task{SubTopology: sub, Partition: p}
+			for _, name := range slices.Sorted(maps.Keys(e.stores)) {
+				s := e.stores[name]
+				st := statestore.StoreTask{Store: name, Task: task}
+				if s.sub != sub || done[st] {
+					continue
+				}
+				done[st] = true
+				if err := e.restore(ctx, s, st); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTask) error {
+	log := e.log.Named("restore").With("store", st.Store, "task", st.Task.String())
+	from, ok, err := e.db.Offset(st.Store, st.Task)
+	if err != nil {
+		return fmt.Errorf("engine: restore %s: %w", st, err)
+	}
+	if !ok {
+		from = 0
+	}
+	start := time.Now()
+	var n int64
+	read := func(from int64) error {
+		return e.reader.Read(ctx, s.topic, st.Task.Partition, from, func(batch []kafka.ChangelogRecord, next int64) error {
+			changes := make([]statestore.Change, len(batch))
+			for i, r := range batch {
+				changes[i] = statestore.Change{Store: st.Store, Task: st.Task, Key: r.Key, Value: r.Value, Tombstone: r.Value == nil}
+			}
+			if err := e.db.Restore(st.Store, st.Task, changes, next); err != nil {
+				return err
+			}
+			n += int64(len(batch))
+			e.c.restored.Add(int64(len(batch)))
+			e.m.restored.Add(float64(len(batch)))
+			if n > 0 && n%100000 < int64(len(batch)) {
+				log.Info("restoring", "records", n, "offset", next)
+			}
+			return nil
+		})
+	}
+	err = read(from)
+	if errors.Is(err, kafka.ErrOffsetGone) {
+		log.Warn("changelog no longer holds the local offset; wiping the task's store and restoring it fully", "offset", from, "error", err)
+		e.c.wipes.Add(1)
+		if err := e.db.Wipe(st.Store, st.Task); err != nil {
+			return fmt.Errorf("engine: wipe %s: %w", st, err)
+		}
+		lowest, _, berr := e.reader.Bounds(ctx, s.topic, st.Task.Partition)
+		if berr != nil {
+			return berr
+		}
+		err = read(lowest)
+	}
+	if err != nil {
+		return fmt.Errorf("engine: restore %s: %w", st, err)
+	}
+	took := time.Since(start)
+	e.m.restoreTime.Observe(took.Seconds())
+	if n > 0 {
+		log.Info("restored", "records", n, "from_offset", from, "seconds", took.Seconds(), "records_per_sec", float64(n)/max(took.Seconds(), 1e-9))
+	}
+	return nil
+}
+
+// overlay holds the state writes of the record being processed, so a record
+// whose processing fails leaves no state change behind. A record rejected
+// by a gate keeps what the gates before it wrote (its event id stays
+// remembered).
+type overlay struct {
+	ops []op
+}
+
+type op struct {
+	store   string
+	key     []byte
+	value   []byte // nil: delete
+	dedup   *statestore.DedupEntry
+	deleted bool
+}
+
+// taskState is the graph.State of one driver, scoped to the task of the
+// record being processed.
+type taskState struct {
+	d    *driver
+	task statestore.Task
+	ov   overlay
+}
+
+func (ts *taskState) lookup(store string, key []byte) (op, bool) {
+	for i := len(ts.ov.ops) - 1; i >= 0; i-- {
+		o := ts.ov.ops[i]
+		if o.store == store && bytes.Equal(o.key, key) {
+			return o, true
+		}
+	}
+	return op{}, false
+}
+
+func (ts *taskState) Get(store string, key []byte) ([]byte, bool, error) {
+	if err := ts.d.checkStore(store, ts.task); err != nil {
+		return nil, false, err
+	}
+	if o, ok := ts.lookup(store, key); ok {
+		if o.deleted {
+			return nil, false, nil
+		}
+		if o.dedup != nil {
+			return statestore.EncodeDedup(*o.dedup), true, nil
+		}
+		return slices.Clone(o.value), true, nil
+	}
+	return ts.d.txn.Get(store, ts.task, key)
+}
+
+func (ts *taskState) Put(store string, key, value []byte) error {
+	if err := ts.d.checkStore(store, ts.task); err != nil {
+		return err
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	ts.ov.ops = append(ts.ov.ops, op{store: store, key: slices.Clone(key), value: slices.Clone(value)})
+	return nil
+}
+
+func (ts *taskState) Delete(store string, key []byte) error {
+	if err := ts.d.checkStore(store, ts.task); err != nil {
+		return err
+	}
+	ts.ov.ops = append(ts.ov.ops, op{store: store, key: slices.Clone(key), deleted: true})
+	return nil
+}
+
+// Range flushes nothing: it merges the record's pending writes over the
+// transaction's view, in key order.
+func (ts *taskState) Range(store string, start, end []byte, fn func(key, value []byte) bool) error {
+	if err := ts.d.checkStore(store, ts.task); err != nil {
+		return err
+	}
+	pending := map[string]op{}
+	for _, o := range ts.ov.ops {
+		if o.store == store && (start == nil || bytes.Compare(o.key, start) >= 0) && (end == nil || bytes.Compare(o.key, end) < 0) {
+			pending[string(o.key)] = o
+		}
+	}
+	if len(pending) == 0 {
+		return ts.d.txn.Range(store, ts.task, start, end, fn)
+	}
+	merged := map[string][]byte{}
+	if err := ts.d.txn.Range(store, ts.task, start, end, func(k, v []byte) bool {
+		merged[string(k)] = slices.Clone(v)
+		return true
+	}); err != nil {
+		return err
+	}
+	for k, o := range pending {
+		switch {
+		case o.deleted:
+			delete(merged, k)
+		case o.dedup != nil:
+			merged[k] = statestore.EncodeDedup(*o.dedup)
+		default:
+			merged[k] = o.value
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(merged)) {
+		if !fn([]byte(k), merged[k]) {
+			break
+		}
+	}
+	return nil
+}
+
+func (ts *taskState) Dedup(store string, eventID []byte, hash [32]byte, eventTime time.Time) (graph.DedupResult, error) {
+	if err := ts.d.checkStore(store, ts.task); err != nil {
+		return 0, err
+	}
+	var prev statestore.DedupEntry
+	var seen bool
+	if o, ok := ts.lookup(store, eventID); ok {
+		if !o.deleted && o.dedup != nil {
+			prev, seen = *o.dedup, true
+		}
+	} else {
+		var err error
+		if prev, seen, err = ts.d.txn.GetDedup(store, ts.task, eventID); err != nil {
+			return 0, err
+		}
+	}
+	ts.d.observeTime(ts.task, eventTime)
+	// An entry older than the retention (by stream time) counts as gone
+	// even before the expiry at commit removes it.
+	expired := seen && prev.FirstSeen.Before(ts.d.streamTime[ts.task].Add(-ts.d.e.stores[store].Retention))
+	if seen && !expired {
+		if prev.PayloadHash == hash {
+			return graph.DedupDuplicate, nil
+		}
+		return graph.DedupConflict, nil
+	}
+	entry := statestore.DedupEntry{FirstSeen: eventTime, Source: ts.d.source(), PayloadHash: hash}
+	ts.ov.ops = append(ts.ov.ops, op{store: store, key: slices.Clone(eventID), dedup: &entry})
+	return graph.DedupNew, nil
+}
+
+// flush moves the record's writes into the transaction.
+func (ts *taskState) flush() error {
+	for _, o := range ts.ov.ops {
+		var err error
+		switch {
+		case o.deleted:
+			err = ts.d.txn.Delete(o.store, ts.task, o.key)
+		case o.dedup != nil:
+			err = ts.d.txn.PutDedup(o.store, ts.task, o.key, *o.dedup)
+		default:
+			err = ts.d.txn.Put(o.store, ts.task, o.key, o.value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	ts.ov.ops = ts.ov.ops[:0]
+	return nil
+}
+
+func (ts *taskState) drop() { ts.ov.ops = ts.ov.ops[:0] }
+
+// checkStore refuses a store the task's sub-topology does not declare.
+func (d *driver) checkStore(store string, task statestore.Task) error {
+	s, ok := d.e.stores[store]
+	if !ok {
+		return fmt.Errorf("store %q is not declared by the topology", store)
+	}
+	if s.sub != task.SubTopology {
+		return fmt.Errorf("store %q belongs to sub-topology %d, not %d", store, s.sub, task.SubTopology)
+	}
+	if d.txn == nil {
+		return graph.ErrNoState
+	}
+	return nil
+}
+
+// observeTime advances a task's stream time (the largest event time seen).
+func (d *driver) observeTime(task statestore.Task, t time.Time) {
+	if t.After(d.streamTime[task]) {
+		d.streamTime[task] = t
+	}
+}
+
+// produceChanges sends the transaction's new state changes to their
+// changelogs, tracked so their offsets are known at commit.
+func (d *driver) produceChanges() {
+	changes := d.txn.Changes()
+	for _, c := range changes[d.changesSent:] {
+		s := d.e.stores[c.Store]
+		var value []byte
+		if !c.Tombstone {
+			value = c.Value
+		}
+		d.p.Send(&kafka.Message{Topic: s.topic, Partition: c.Task.Partition, Key: c.Key, Value: value, Track: true, Timestamp: time.Now()})
+	}
+	d.changesSent = len(changes)
+}
+
+// expireDedup removes, per task, dedup entries older than its stream time
+// minus the store's retention; their tombstones join the changelog.
+func (d *driver) expireDedup() error {
+	for name, s := range d.e.stores {
+		if s.Kind != graph.StoreDedup {
+			continue
+		}
+		for task, now := range d.streamTime {
+			if task.SubTopology != s.sub {
+				continue
+			}
+			expired, err := d.txn.ExpireDedup(name, task, now.Add(-s.Retention), 10000)
+			if err != nil {
+				return err
+			}
+			d.e.c.expired.Add(int64(len(expired)))
+		}
+	}
+	return nil
+}
+
+// applyState writes the committed transaction's state to Pebble with each
+// touched task's changelog offset.
+func (d *driver) applyState() error {
+	ctx, cancel := context.WithTimeout(context.Background(), d.e.cfg.Timeouts.Transaction)
+	defer cancel()
+	tracked, err := d.p.TrackedOffsets(ctx)
+	if err != nil {
+		return fmt.Errorf("changelog offsets: %w", err)
+	}
+	offsets := map[statestore.StoreTask]int64{}
+	for topic, parts := range tracked {
+		name, ok := d.e.byTopic[topic]
+		if !ok {
+			continue
+		}
+		for p, off := range parts {
+			offsets[statestore.StoreTask{Store: name, Task: statestore.Task{SubTopology: d.e.stores[name].sub, Partition: p}}] = off
+		}
+	}
+	return d.txn.Apply(offsets)
+}
