@@ -64,7 +64,9 @@ type Config struct {
 	TransactionTimeout time.Duration
 	// RebalanceTimeout: how long a rebalance waits for members. Default 30 s.
 	RebalanceTimeout time.Duration
-	// StateDir holds local state. Default: none (stateless topologies).
+	// StateDir holds the replica's Pebble database (topologies with
+	// stores). Default "": state lives in memory and every start restores
+	// it from the changelogs. Give each replica its own directory.
 	StateDir string
 	// TLS enables TLS with this configuration. Default: plaintext.
 	TLS *tls.Config
@@ -196,6 +198,7 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 		ExactlyOnce:    cfg.Guarantee == ExactlyOnce,
 		CommitInterval: cfg.CommitInterval,
 		CommitRecords:  cfg.CommitRecords,
+		StateDir:       cfg.StateDir,
 		Logger:         log.Named("processor").With("instance", cfg.InstanceID),
 		Registerer:     cfg.Registerer,
 	}, g)

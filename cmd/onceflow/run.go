@@ -8,13 +8,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
+	"github.com/onceflow/onceflow/examples/orders"
 	"github.com/onceflow/onceflow/processor"
 	"github.com/onceflow/onceflow/topology"
 )
 
 // RunCmd runs one replica of a built-in topology until SIGINT or SIGTERM.
 type RunCmd struct {
-	Copy RunCopyCmd `cmd:"" help:"The copy topology: every input record to the output, key and value unchanged, with a lineage header."`
+	Copy   RunCopyCmd   `cmd:"" help:"The copy topology: every input record to the output, key and value unchanged, with a lineage header."`
+	Orders RunOrdersCmd `cmd:"" help:"The orders topology: dedup by event id, version gate per order, per-customer totals."`
+}
+
+// RunOrdersCmd is `onceflow run orders`.
+type RunOrdersCmd struct {
+	ReplicaFlags
+	Input  string `name:"input" required:"" help:"Input topic of order events."`
+	Output string `name:"output" required:"" help:"Output topic of customer totals (created when missing)."`
+}
+
+// Run runs the replica.
+func (c *RunOrdersCmd) Run(env *Env) error {
+	return runReplica(env, c.ReplicaFlags, orders.Topology(c.Input, c.Output))
 }
 
 // ReplicaFlags are the flags of every replica.
@@ -60,7 +74,7 @@ func runReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
 	env.Logger.Info("replica starting", "app", f.AppID, "instance", f.InstanceID, "guarantee", f.Guarantee)
 	err = p.Run(env.Ctx)
 	s := p.Stats()
-	fmt.Fprintf(env.Stderr, "onceflow: %s stopped: %d in, %d out, %d rejected, %d committed, %d aborted, %d producer recreations\n",
-		f.InstanceID, s.RecordsIn, s.RecordsOut, s.Rejected, s.Committed, s.Aborted, s.ProducerRecreations)
+	fmt.Fprintf(env.Stderr, "onceflow: %s stopped: %d in, %d out, %d rejected, %d committed, %d aborted, %d producer recreations, %d restored\n",
+		f.InstanceID, s.RecordsIn, s.RecordsOut, s.Rejected, s.Committed, s.Aborted, s.ProducerRecreations, s.Restored)
 	return err
 }
