@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -13,11 +14,41 @@ type ProduceCmd struct {
 	ClientFlags `embed:""`
 
 	Topic      string `name:"topic" short:"t" required:"" help:"Topic to write (created when missing)."`
-	Records    int    `name:"records" short:"n" required:"" help:"How many records to write."`
+	Records    int    `name:"records" short:"n" required:"" help:"How many records to write (with --example, injected ones included)."`
 	Partitions int    `name:"partitions" default:"6" help:"Partitions of the topic when it is created."`
-	Keys       int    `name:"keys" default:"1000" help:"Distinct keys."`
-	ValueSize  int    `name:"value-size" default:"0" help:"Pad values to this many bytes (0: short values)."`
+	Keys       int    `name:"keys" default:"1000" help:"Distinct keys (not with --example)."`
+	ValueSize  int    `name:"value-size" default:"0" help:"Pad values to this many bytes (0: short values; not with --example)."`
 	NoProgress bool   `name:"no-progress" help:"Do not show a progress bar on stderr."`
+
+	Example    string   `name:"example" enum:",orders" default:"" help:"Write the input of an example topology instead of plain records: orders."`
+	Customers  *int     `name:"customers" placeholder:"N" help:"Customers (record keys) of --example orders. Default 200."`
+	Duplicates *float64 `name:"duplicates" placeholder:"FRACTION" help:"Fraction of --records that replay an earlier record (--example orders). Default 0.10."`
+	Conflicts  *float64 `name:"conflicts" placeholder:"FRACTION" help:"Fraction of --records that re-use an event id with another amount (--example orders). Default 0.01."`
+	OutOfOrder *float64 `name:"out-of-order" placeholder:"FRACTION" help:"Fraction of --records that arrive after a newer version (--example orders). Default 0.05."`
+	Seed       *int64   `name:"seed" placeholder:"N" help:"Seed of --example orders: the same flags write the same records. Default 1."`
+	Truth      string   `name:"truth" type:"path" placeholder:"FILE" help:"Write the expected outcome of --example orders to FILE (for verify --truth)."`
+}
+
+// Validate rejects flags that do not apply to the chosen mode.
+func (c *ProduceCmd) Validate() error {
+	var errs []error
+	if c.Example == "" {
+		for _, f := range []struct {
+			set  bool
+			name string
+		}{
+			{c.Customers != nil, "--customers"}, {c.Duplicates != nil, "--duplicates"},
+			{c.Conflicts != nil, "--conflicts"}, {c.OutOfOrder != nil, "--out-of-order"},
+			{c.Seed != nil, "--seed"}, {c.Truth != "", "--truth"},
+		} {
+			if f.set {
+				errs = append(errs, fmt.Errorf("%s needs --example orders", f.name))
+			}
+		}
+	} else if c.Keys != 1000 || c.ValueSize != 0 {
+		errs = append(errs, fmt.Errorf("--keys and --value-size do not apply to --example %s", c.Example))
+	}
+	return errors.Join(errs...)
 }
 
 // Run writes the records and prints a summary.
@@ -25,6 +56,9 @@ func (c *ProduceCmd) Run(env *Env) error {
 	var progress io.Writer = env.Stderr
 	if c.NoProgress {
 		progress = nil
+	}
+	if c.Example == "orders" {
+		return c.runOrders(env, progress)
 	}
 	res, err := gen.Produce(env.Ctx, gen.Config{
 		Brokers:    c.BrokerList(),
@@ -42,4 +76,42 @@ func (c *ProduceCmd) Run(env *Env) error {
 	fmt.Fprintf(env.Stdout, "produced %d records to %s (%d partitions) in %s: %.0f records/s (run %s)\n",
 		res.Records, c.Topic, res.Partitions, res.Duration.Round(time.Millisecond), res.RecordsPerSec, res.RunID)
 	return nil
+}
+
+func (c *ProduceCmd) runOrders(env *Env, progress io.Writer) error {
+	began := time.Now()
+	truth, err := gen.ProduceOrders(env.Ctx, gen.OrdersConfig{
+		Brokers:        c.BrokerList(),
+		Topic:          c.Topic,
+		Events:         c.Records,
+		Partitions:     c.Partitions,
+		Customers:      orDefault(c.Customers, gen.DefaultCustomers),
+		DuplicateRate:  orDefault(c.Duplicates, gen.DefaultDuplicateRate),
+		ConflictRate:   orDefault(c.Conflicts, gen.DefaultConflictRate),
+		OutOfOrderRate: orDefault(c.OutOfOrder, gen.DefaultOutOfOrderRate),
+		Seed:           orDefault(c.Seed, 1),
+		Progress:       progress,
+		Logger:         env.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "produced %d order events to %s (%d partitions, %d customers, seed %d) in %s\n",
+		truth.EventsTotal, truth.Topic, truth.Partitions, truth.Customers, truth.Seed, time.Since(began).Round(time.Millisecond))
+	fmt.Fprintf(env.Stdout, "truth: %d unique events, %d accepted; rejections: %d duplicate, %d conflict, %d stale; %d customer totals\n",
+		truth.EventsUnique, truth.Accepted, truth.DuplicatesInjected, truth.ConflictsInjected, truth.StaleInjected, len(truth.Totals))
+	if c.Truth != "" {
+		if err := truth.WriteFile(c.Truth); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "truth written to %s\n", c.Truth)
+	}
+	return nil
+}
+
+func orDefault[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }
