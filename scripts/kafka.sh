@@ -32,6 +32,10 @@ LOG4J_VERSION=2.25.5
 CACHE_DIR="$ONCEFLOW_ROOT/.cache/kafka/$KAFKA_VERSION"
 LIBS="$CACHE_DIR/libs"
 STATE_DIR="${ONCEFLOW_KAFKA_DIR:-$ONCEFLOW_ROOT/.kafka}"
+case "$STATE_DIR" in /*) ;; *) STATE_DIR="$PWD/$STATE_DIR" ;; esac
+STATE_DIR="${STATE_DIR%/}"
+# up and down remove this folder whole: refuse the obvious wrong ones.
+case "$STATE_DIR" in "" | / | "$ONCEFLOW_ROOT" | "$HOME" | /tmp | /work) die "refusing ONCEFLOW_KAFKA_DIR=${ONCEFLOW_KAFKA_DIR:-} as state folder" ;; esac
 DATA_DIR="$STATE_DIR/data"
 CONFIG="$STATE_DIR/server.properties"
 LOG4J_CONFIG="$STATE_DIR/log4j2.properties"
@@ -120,11 +124,13 @@ EOF
 	local tmp="$CACHE_DIR/libs.tmp"
 	rm -rf "$tmp"
 	# shellcheck disable=SC2086 # KAFKA_MVN_FLAGS is a list of flags
+	# (Maven 3.8 prints colour codes even in batch mode; sed drops them.)
 	(cd "$CACHE_DIR" && mvn -B -q ${KAFKA_MVN_FLAGS:-} -f pom.xml \
-		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp") >&2 9>&-
+		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp") 2>&1 9>&- |
+		sed 's/\x1b\[[0-9;]*m//g' >&2
 	[ -f "$tmp/kafka_$SCALA_BINARY-$KAFKA_VERSION.jar" ] || die "Maven did not bring kafka_$SCALA_BINARY-$KAFKA_VERSION.jar"
 	touch "$tmp/.complete"
-	rm -rf "$LIBS"
+	rm -rf "$LIBS" "$CACHE_DIR/cds" # a CDS archive is only good for the jars it was made from
 	mv "$tmp" "$LIBS"
 	log "cached $(find "$LIBS" -name '*.jar' | wc -l) jars ($(du -sh "$LIBS" | cut -f1)) in ${LIBS#"$ONCEFLOW_ROOT"/}"
 }
@@ -289,6 +295,13 @@ cmd_up() {
 		kafka.tools.StorageTool format -t "$cluster_id" -c "$CONFIG" --ignore-formatted \
 		>>"$LOG_FILE" 2>&1 9>&- || { tail -n 30 "$LOG_FILE" >&2; die "formatting the storage failed"; }
 	t_format="$(now_ms)"
+	# The format step mapped the CDS archive, if any; one the JVM refused (a
+	# JDK update, jars replaced by hand) is dropped, and this broker records
+	# a new one.
+	if grep -q 'Unable to use shared archive' "$LOG_FILE"; then
+		log "the class-data-sharing archive is stale; recording a new one"
+		rm -f "$(cds_archive "$java")"
+	fi
 
 	local cds
 	cds="$(cds_broker_flags "$java")"
