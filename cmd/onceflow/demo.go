@@ -26,21 +26,29 @@ func (c *DemoCmd) Run(env *Env) error {
 			return err
 		}
 	} else {
-		verdict := "EXACTLY-ONCE HELD: every input record has exactly one committed output"
+		verdict := "EXACTLY-ONCE HELD: every input accounted for once, rejections as injected, totals equal the truth"
 		if !res.ExactlyOnce {
 			verdict = "EXACTLY-ONCE VIOLATED"
 		}
 		fmt.Fprintf(env.Stdout, `
-onceflow demo: copy topology, %d replicas, %s killed with SIGKILL at %d records and restarted
-  records in        %d
-  records out       %d (read_committed)
-  missing           %d
-  duplicates        %d
-  unexpected        %d
-  throughput        %.0f records/s (%.1f s, three replicas, embedded broker)
+onceflow demo: orders topology (dedup, version gate, per-customer totals), %d replicas,
+%s killed with SIGKILL at %d records and restarted on its own state
+  records in            %d
+  accepted (outputs)    %d   (unique events %d)
+  duplicates rejected   %d of %d injected
+  conflicts rejected    %d of %d injected
+  stale rejected        %d of %d injected
+  missing               %d
+  duplicated            %d
+  unexpected            %d
+  totals match truth    %t
+  restored on restart   %d changelog records
+  throughput            %.0f records/s (%.1f s, embedded broker)
 %s
-`, res.Replicas, res.Killed, res.KilledAt, res.RecordsIn, res.RecordsOut, res.Missing, res.Duplicates, res.Unexpected,
-			res.RecordsPerSec, res.Seconds, verdict)
+`, res.Replicas, res.Killed, res.KilledAt, res.RecordsIn, res.EventsAccepted, res.EventsUnique,
+			res.DuplicatesRejected, res.DuplicatesInjected, res.ConflictsRejected, res.ConflictsInjected,
+			res.StaleRejected, res.StaleInjected, res.Missing, res.Duplicates, res.Unexpected, res.TotalsMatch,
+			res.RestoredRecords, res.RecordsPerSec, res.Seconds, verdict)
 	}
 	if !res.ExactlyOnce {
 		return errCheckFailed
