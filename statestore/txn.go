@@ -1,0 +1,281 @@
+package statestore
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Change is one staged write: what the runtime produces to the changelog
+// topic <application>-<store>-changelog, partition Task.Partition, in the same
+// Kafka transaction. Restore takes the same type back.
+//
+// For a Put, Value is never nil (an empty value is []byte{}), so a Kafka
+// record with a nil value maps to Tombstone and nothing else does.
+type Change struct {
+	Store     string
+	Task      Task
+	Key       []byte
+	Value     []byte // nil for a tombstone
+	Tombstone bool
+}
+
+// Txn stages the state writes of one Kafka transaction, across any number of
+// tasks and stores, in a Pebble indexed batch: reads through the Txn see its
+// own writes over the committed state. Nothing reaches the database until
+// Apply, which the runtime calls after the Kafka transaction has committed;
+// on abort it calls Discard.
+//
+// A Txn is not safe for concurrent use: one goroutine drives it. Several Txns
+// may be open at once on one DB (for example one per task, each applied with
+// its own task's offsets); their keyspaces must not overlap.
+type Txn struct {
+	db      *DB
+	b       *pebble.Batch
+	changes []Change
+	done    bool
+	key     []byte // scratch for data keys
+	ikey    []byte // scratch for index keys
+}
+
+// Begin starts a transaction. If the DB is closed, every method of the Txn
+// returns ErrClosed.
+func (db *DB) Begin() *Txn {
+	t := &Txn{db: db}
+	if db.check() == nil {
+		t.b = db.pdb.NewIndexedBatch()
+	}
+	return t
+}
+
+func (t *Txn) check() error {
+	if t.done {
+		return ErrTxnDone
+	}
+	if err := t.db.check(); err != nil {
+		return err
+	}
+	if t.b == nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (t *Txn) checkStoreTask(store string, task Task) (StoreTask, error) {
+	if err := t.check(); err != nil {
+		return StoreTask{}, err
+	}
+	st := StoreTask{store, task}
+	return st, st.validate()
+}
+
+// Get returns the value of key in store's keyspace of task as this
+// transaction sees it: its own staged writes over the committed state. The
+// value is a copy, safe to keep.
+func (t *Txn) Get(store string, task Task, key []byte) (value []byte, ok bool, err error) {
+	st, err := t.checkStoreTask(store, task)
+	if err != nil {
+		return nil, false, err
+	}
+	t.key = appendPrefix(t.key[:0], kindData, st)
+	return get(t.b, t.key, key)
+}
+
+// Put stages key = value in store's keyspace of task and records the Change.
+// key and value are copied; the caller may reuse them. In a dedup store the
+// value must be an encoded DedupEntry.
+func (t *Txn) Put(store string, task Task, key, value []byte) error {
+	st, err := t.checkStoreTask(store, task)
+	if err != nil {
+		return err
+	}
+	return t.stage(st, key, value, false)
+}
+
+// Delete stages the deletion of key in store's keyspace of task and records a
+// tombstone Change (also when the key does not exist: the changelog may hold
+// it even where the local state does not yet).
+func (t *Txn) Delete(store string, task Task, key []byte) error {
+	st, err := t.checkStoreTask(store, task)
+	if err != nil {
+		return err
+	}
+	return t.stage(st, key, nil, true)
+}
+
+func (t *Txn) stage(st StoreTask, key, value []byte, tombstone bool) error {
+	t.key = append(appendPrefix(t.key[:0], kindData, st), key...)
+	var err error
+	t.ikey, err = t.db.write(t.b, st, t.key, value, tombstone, t.ikey)
+	if err != nil {
+		return err
+	}
+	c := Change{Store: st.Store, Task: st.Task, Tombstone: tombstone}
+	buf := make([]byte, len(key)+len(value))
+	c.Key = buf[:len(key):len(key)]
+	copy(c.Key, key)
+	if !tombstone {
+		c.Value = buf[len(key):]
+		copy(c.Value, value)
+	}
+	t.changes = append(t.changes, c)
+	return nil
+}
+
+// Range calls fn for each key of store's keyspace of task in [start, end),
+// in key order, as this transaction sees it, until fn returns false. A nil
+// start or end leaves that side unbounded. Keys are passed without the
+// keyspace prefix; the slices passed to fn are valid only until fn returns.
+// fn may write through the Txn; the iteration does not see those writes.
+func (t *Txn) Range(store string, task Task, start, end []byte, fn func(key, value []byte) bool) error {
+	st, err := t.checkStoreTask(store, task)
+	if err != nil {
+		return err
+	}
+	return scan(t.b, appendPrefix(nil, kindData, st), start, end, fn)
+}
+
+// Changes lists every Put and Delete staged so far, in order. The slice and
+// the bytes it refers to are never modified by the Txn and stay valid after
+// Apply; the caller must not modify them. After Apply or Discard it is nil.
+func (t *Txn) Changes() []Change {
+	if t.done {
+		return nil
+	}
+	return t.changes
+}
+
+// Len is the number of staged changes (0 after Apply or Discard).
+func (t *Txn) Len() int { return len(t.Changes()) }
+
+// Empty reports whether nothing is staged: the runtime may skip producing
+// changelog records, though Apply may still record offsets.
+func (t *Txn) Empty() bool { return t.Len() == 0 }
+
+// Apply writes the staged changes and the given changelog offsets in one
+// atomic Pebble batch (fsynced unless Options.NoSync), then finishes the Txn.
+// The runtime calls it after the Kafka transaction carrying the changes has
+// committed; offsets[st] is the offset after the last changelog record of st
+// in that transaction (restore resumes there).
+//
+// Every (store, task) with a change must have an offset, so local state never
+// runs ahead of its recorded offset; offsets for other pairs are recorded too.
+// Invalid input (ErrMissingOffset, ErrInvalidOffset, ErrInvalidStore,
+// ErrInvalidTask) leaves the Txn open and nothing written. Any other failure
+// finishes the Txn with nothing written or the database broken; the offsets
+// did not move, so reopening and restoring from the changelog recovers.
+func (t *Txn) Apply(offsets map[StoreTask]int64) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	for st, off := range offsets {
+		if err := st.validate(); err != nil {
+			return err
+		}
+		if off < 0 {
+			return fmt.Errorf("%w: %s at %d", ErrInvalidOffset, st, off)
+		}
+	}
+	var prev StoreTask
+	for i, c := range t.changes {
+		st := StoreTask{c.Store, c.Task}
+		if i > 0 && st == prev {
+			continue
+		}
+		prev = st
+		if _, ok := offsets[st]; !ok {
+			return fmt.Errorf("%w: %s", ErrMissingOffset, st)
+		}
+	}
+	defer t.finish()
+	for st, off := range offsets {
+		if err := t.b.Set(appendPrefix(t.key[:0], kindOffset, st), encodeOffset(off), nil); err != nil {
+			return fmt.Errorf("statestore: apply: %w", err)
+		}
+	}
+	if err := t.b.Commit(t.db.wo); err != nil {
+		return fmt.Errorf("statestore: apply: %w", err)
+	}
+	return nil
+}
+
+// Discard drops every staged change and finishes the Txn. It is a no-op on a
+// finished Txn.
+func (t *Txn) Discard() {
+	if !t.done {
+		t.finish()
+	}
+}
+
+func (t *Txn) finish() {
+	t.done = true
+	t.changes = nil
+	if t.b != nil {
+		_ = t.b.Close() // only reports a batch already closed
+		t.b = nil
+	}
+}
+
+// write stages one change of st in b, keeping a dedup store's expiry index
+// in step (reading the previous value through b, which must then be an
+// indexed batch). dataKey is the full Pebble key. ikey is scratch space,
+// returned for reuse.
+func (db *DB) write(b *pebble.Batch, st StoreTask, dataKey, value []byte, tombstone bool, ikey []byte) ([]byte, error) {
+	if db.dedup[st.Store] {
+		var err error
+		if ikey, err = db.reindex(b, st, dataKey, value, tombstone, ikey); err != nil {
+			return ikey, err
+		}
+	}
+	var err error
+	if tombstone {
+		err = b.Delete(dataKey, nil)
+	} else {
+		err = b.Set(dataKey, value, nil)
+	}
+	if err != nil {
+		return ikey, fmt.Errorf("statestore: write %s: %w", st, err)
+	}
+	return ikey, nil
+}
+
+// reindex moves the index entry of a dedup key from its previous first-seen
+// time to the new one (or removes it for a tombstone).
+func (db *DB) reindex(b *pebble.Batch, st StoreTask, dataKey, value []byte, tombstone bool, ikey []byte) ([]byte, error) {
+	eventID := dataKey[prefixLen(st):]
+	var newMs int64
+	if !tombstone {
+		e, err := DecodeDedup(value)
+		if err != nil {
+			return ikey, fmt.Errorf("%s key %q: %w", st, eventID, err)
+		}
+		newMs = e.FirstSeen.UnixMilli()
+	}
+	old, closer, err := b.Get(dataKey)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return ikey, fmt.Errorf("statestore: read %s: %w", st, err)
+	default:
+		oldE, derr := DecodeDedup(old)
+		_ = closer.Close()
+		if derr != nil {
+			return ikey, fmt.Errorf("%s stored key %q: %w", st, eventID, derr)
+		}
+		oldMs := oldE.FirstSeen.UnixMilli()
+		if tombstone || oldMs != newMs {
+			ikey = appendDedupIndexKey(ikey[:0], st, oldMs, eventID)
+			if err := b.Delete(ikey, nil); err != nil {
+				return ikey, fmt.Errorf("statestore: write %s: %w", st, err)
+			}
+		}
+	}
+	if !tombstone {
+		ikey = appendDedupIndexKey(ikey[:0], st, newMs, eventID)
+		if err := b.Set(ikey, nil, nil); err != nil {
+			return ikey, fmt.Errorf("statestore: write %s: %w", st, err)
+		}
+	}
+	return ikey, nil
+}
