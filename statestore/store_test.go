@@ -298,6 +298,18 @@ func testChanges(t *testing.T, db *DB) {
 	if tx.Len() != 3 || tx.Empty() {
 		t.Errorf("Len %d, Empty %v", tx.Len(), tx.Empty())
 	}
+	// Changes only grow: what was returned before is a prefix of what
+	// comes after, so a runtime can send the new tail as it goes.
+	if err := tx.Put("s", task0, []byte("k1"), []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	later := tx.Changes()
+	if len(later) != 4 || !reflect.DeepEqual(later[:3], want) || string(later[3].Value) != "v2" {
+		t.Fatalf("Changes after one more Put = %+v", later)
+	}
+	if string(got[0].Value) != "v1" {
+		t.Fatalf("an earlier Change was modified: %+v", got[0])
+	}
 }
 
 func testRestore(t *testing.T, db *DB) {

@@ -136,9 +136,12 @@ func (t *Txn) Range(store string, task Task, start, end []byte, fn func(key, val
 	return scan(t.b, appendPrefix(nil, kindData, st), start, end, fn)
 }
 
-// Changes lists every Put and Delete staged so far, in order. The slice and
-// the bytes it refers to are never modified by the Txn and stay valid after
-// Apply; the caller must not modify them. After Apply or Discard it is nil.
+// Changes lists every Put and Delete staged so far, in order. Changes are
+// only ever appended, so a later call returns an extension of an earlier one
+// and the runtime may produce the new tail (Changes()[sent:]) as it goes.
+// The slice and the bytes it refers to are never modified by the Txn and
+// stay valid after Apply; the caller must not modify them. After Apply or
+// Discard it is nil.
 func (t *Txn) Changes() []Change {
 	if t.done {
 		return nil
