@@ -125,7 +125,7 @@ func TestTaskMovesAndRestoresFromTheChangelog(t *testing.T) {
 func TestTruncatedChangelogWipesAndRestoresFully(t *testing.T) {
 	env := enginetest.New(t)
 	if env.Broker == nil {
-		t.Skip("Kafka refuses DeleteRecords on compacted changelogs; the embedded broker allows it")
+		t.Skip("Kafka refuses DeleteRecords on a compacted changelog (POLICY_VIOLATION); the embedded broker allows it")
 	}
 	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
 	changelog := app + "-counts-changelog"

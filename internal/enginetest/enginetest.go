@@ -88,6 +88,20 @@ func (e *Env) CreateTopic(topic string, n int32) {
 	if err != nil {
 		e.T.Fatalf("create topic %s: %v", topic, err)
 	}
+	// A real broker answers CreateTopics before every broker's metadata
+	// shows the topic: wait until it does.
+	for {
+		md, err := e.adm.Metadata(ctx, topic)
+		if err == nil {
+			if td, ok := md.Topics[topic]; ok && td.Err == nil && len(td.Partitions) == int(n) {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			e.T.Fatalf("topic %s not in metadata after creation", topic)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Produce writes n records with keys key-0..key-49 and unique values
