@@ -83,29 +83,38 @@ for g in ${GUARANTEES:-exactly_once at_least_once}; do
   for p in "${rp[@]}"; do stop_pid "$p"; done
   base_port=$((base_port + 10))
 done
-echo "exactly_once / at_least_once = $(python3 -c "print(round(${rate[exactly_once]}/${rate[at_least_once]},3))")"
+if [ -n "${rate[exactly_once]:-}" ] && [ -n "${rate[at_least_once]:-}" ]; then
+  echo "exactly_once / at_least_once = $(python3 -c "print(round(${rate[exactly_once]}/${rate[at_least_once]},3))")"
+fi
 
-# Chaos: exactly-once, one replica killed with SIGKILL and restarted $kills times.
+# Chaos: exactly-once, one replica killed with SIGKILL and restarted $kills
+# times while records flow: the input goes in $kills+1 chunks, and each kill
+# lands while the replicas are working through a chunk.
 app="chaos-$run_id" in="chaos-in-$run_id" out="chaos-out-$run_id"
-echo "chaos: producing $records records into $in (6 partitions)"
-$of produce -b "$brokers" --topic "$in" --records "$records" --partitions 6 --no-progress
+chunk=$(( records / (kills + 1) ))
+$of produce -b "$brokers" --topic "$in" --records "$chunk" --partitions 6 --no-progress
 rp=()
 for i in 1 2 3; do rp+=("$(start_replica "$app" "$in" "$out" "r$i" exactly_once $((base_port + i)))"); done
 pids+=("${rp[@]}")
 victim=${rp[2]}
+committed() { $of lag -b "$brokers" -g "$app" -t "$in" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["committed"])'; }
+produced=$chunk
 for k in $(seq "$kills"); do
-  target=$(( records * k / (kills + 1) ))
-  while :; do
-    c=$($of lag -b "$brokers" -g "$app" -t "$in" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["committed"])')
-    [ "$c" -ge "$target" ] && break
-    sleep 0.05
-  done
+  while [ "$(committed)" -lt "$produced" ]; do sleep 0.05; done
+  n=$(( k == kills ? records - produced : chunk ))
+  $of produce -b "$brokers" --topic "$in" --records "$n" --no-progress >/dev/null
+  base=$produced produced=$(( produced + n ))
+  while c=$(committed); [ "$c" -lt $(( base + n / 3 )) ]; do sleep 0.02; done
   kill -KILL "$victim"
   while kill -0 "$victim" 2>/dev/null; do sleep 0.01; done
-  echo "chaos: killed r3 (pid $victim) with SIGKILL at $c committed records; restarting it"
+  echo "chaos: killed r3 (pid $victim) with SIGKILL at $c of $produced produced records committed; restarting it"
   victim=$(start_replica "$app" "$in" "$out" r3 exactly_once $((base_port + 3)))
   pids+=("$victim")
 done
 $of lag -b "$brokers" -g "$app" -t "$in" --wait 600s
 echo "chaos: onceflow verify --brokers $brokers --input $in --output $out --json"
 $of verify --brokers "$brokers" --input "$in" --output "$out" --json
+if command -v kcat >/dev/null 2>&1; then
+  kcat -C -b "$brokers" -t "$out" -X isolation.level=read_committed -o beginning -e -q -f '%s\n' >"$work/kcat.out"
+  echo "chaos: kcat read_committed: $(wc -l <"$work/kcat.out") records, $(sort -u "$work/kcat.out" | wc -l) distinct values (input $records)"
+fi
