@@ -104,7 +104,7 @@ for k in $(seq "$kills"); do
   n=$(( k == kills ? records - produced : chunk ))
   $of produce -b "$brokers" --topic "$in" --records "$n" --no-progress >/dev/null
   base=$produced produced=$(( produced + n ))
-  while c=$(committed); [ "$c" -lt $(( base + n / 3 )) ]; do sleep 0.02; done
+  while c=$(committed); [ "$c" -le "$base" ]; do sleep 0.02; done
   kill -KILL "$victim"
   while kill -0 "$victim" 2>/dev/null; do sleep 0.01; done
   echo "chaos: killed r3 (pid $victim) with SIGKILL at $c of $produced produced records committed; restarting it"
