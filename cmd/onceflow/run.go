@@ -34,6 +34,7 @@ func (c *RunOrdersCmd) Run(env *Env) error {
 // ReplicaFlags are the flags of every replica.
 type ReplicaFlags struct {
 	ClientFlags
+	SecurityFlags
 	AppID          string        `name:"app-id" required:"" help:"Application id: the consumer group, the transactional id prefix, internal topic prefix."`
 	InstanceID     string        `name:"instance-id" required:"" help:"This replica's id: stable across restarts, unique among live replicas."`
 	Guarantee      string        `name:"guarantee" default:"exactly_once" enum:"exactly_once,at_least_once" help:"Delivery guarantee (${enum})."`
@@ -55,6 +56,10 @@ func (c *RunCopyCmd) Run(env *Env) error {
 }
 
 func runReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
+	tlsCfg, err := f.tlsConfig()
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p, err := processor.New(processor.Config{
@@ -64,6 +69,10 @@ func runReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
 		Guarantee:      processor.Guarantee(f.Guarantee),
 		CommitInterval: f.CommitInterval,
 		StateDir:       f.StateDir,
+		TLS:            tlsCfg,
+		SASLMechanism:  f.SASLMechanism,
+		SASLUser:       f.SASLUser,
+		SASLPassword:   f.SASLPassword,
 		Logger:         env.Logger,
 		Registerer:     reg,
 		HTTPAddr:       f.MetricsAddr,
