@@ -176,22 +176,27 @@ func Source[K, V any](t *Topology, topic string, kc serde.Codec[K], vc serde.Cod
 	n.Topic = topic
 	if kc != nil && vc != nil {
 		n.Format = kc.Name() + "/" + vc.Name()
-		n.Decode = func(kb, vb []byte) (any, any, error) {
-			var k K
-			if kb != nil {
-				var err error
-				if k, err = kc.Decode(kb); err != nil {
-					return nil, nil, fmt.Errorf("key: %w", err)
-				}
-			}
-			v, err := vc.Decode(vb)
-			if err != nil {
-				return nil, nil, fmt.Errorf("value: %w", err)
-			}
-			return k, v, nil
-		}
+		n.Decode = decoder(kc, vc)
 	}
 	return Stream[K, V]{t: t, node: n}
+}
+
+// decoder decodes a consumed key and value; a null key is the zero K.
+func decoder[K, V any](kc serde.Codec[K], vc serde.Codec[V]) func(kb, vb []byte) (any, any, error) {
+	return func(kb, vb []byte) (any, any, error) {
+		var k K
+		if kb != nil {
+			var err error
+			if k, err = kc.Decode(kb); err != nil {
+				return nil, nil, fmt.Errorf("key: %w", err)
+			}
+		}
+		v, err := vc.Decode(vb)
+		if err != nil {
+			return nil, nil, fmt.Errorf("value: %w", err)
+		}
+		return k, v, nil
+	}
 }
 
 // To writes the stream to topic, encoding with kc and vc. The runtime
@@ -292,6 +297,42 @@ func FlatMap[K, V, K2, V2 any](s Stream[K, V], fn func(K, V) ([]KeyValue[K2, V2]
 		}
 		return nil
 	})
+}
+
+// Repartition writes the stream to an internal topic,
+// "<application id>-<name>-repartition", partitioned by the records' keys,
+// and reads it back: what follows runs as a new sub-topology in which all
+// records with one key share a task. Use it before Dedup when duplicates
+// of an event could arrive on different partitions: key the records by
+// their event id first (Map, or Process to read a header). The internal
+// topic gets the partition count of the sub-topology that writes it. The
+// records keep their headers and timestamps, and their lineage names the
+// original input record, not the internal topic.
+func Repartition[K, V any](s Stream[K, V], name string, kc serde.Codec[K], vc serde.Codec[V]) Stream[K, V] {
+	if !s.valid("repartition") {
+		return Stream[K, V]{}
+	}
+	t := s.t
+	topic := name + "-repartition"
+	if err := checkTopic(name); err != nil {
+		t.errorf("repartition: %v", err)
+	}
+	for _, n := range t.nodes {
+		if n.Internal && n.Topic == topic && n.Kind == graph.KindSink {
+			t.errorf("repartition %q is declared twice", name)
+		}
+	}
+	To(s, topic, kc, vc)
+	sink := t.nodes[len(t.nodes)-1]
+	sink.Internal = true
+	src := t.add(graph.KindSource, "source", "source-"+topic, nil)
+	src.Topic = topic
+	src.Internal = true
+	if kc != nil && vc != nil {
+		src.Format = kc.Name() + "/" + vc.Name()
+		src.Decode = decoder(kc, vc)
+	}
+	return Stream[K, V]{t: t, node: src}
 }
 
 // Merge combines streams of one type into one. Their sources join one
@@ -400,7 +441,7 @@ func (t *Topology) Validate() error {
 	errs = append(errs, t.checkStores()...)
 	for _, n := range t.nodes {
 		// An empty topic is already reported; it is not also a loop.
-		if n.Kind == graph.KindSink && n.Topic != "" && sourceTopics[n.Topic] {
+		if n.Kind == graph.KindSink && !n.Internal && n.Topic != "" && sourceTopics[n.Topic] {
 			errs = append(errs, fmt.Errorf("topology: topic %q is both read and written: a loop", n.Topic))
 		}
 		if n.Kind == graph.KindSource && len(n.Children) == 0 {

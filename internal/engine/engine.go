@@ -104,6 +104,8 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: register metrics: %w", err)
 	}
+	// Repartition topics are named after the application.
+	g = g.WithPrefix(cfg.AppID)
 	e := &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected"}
 	e.stores = e.storeInfos()
 	return e, nil
@@ -252,14 +254,26 @@ func (e *Engine) prepare(ctx context.Context) error {
 	}
 	defer admin.Close()
 	sources := e.g.SourceTopics()
-	have, err := admin.Partitions(sources...)
+	internal := e.g.InternalTopics()
+	var external []string
+	for _, t := range sources {
+		if !slices.Contains(internal, t) {
+			external = append(external, t)
+		}
+	}
+	have, err := admin.Partitions(external...)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
 	var errs []error
-	for _, t := range sources {
+	for _, t := range external {
 		if _, ok := have[t]; !ok {
 			errs = append(errs, fmt.Errorf("input topic %q does not exist (%w)", t, kafka.ErrTopicMissing))
+		}
+	}
+	if len(errs) == 0 {
+		if err := e.prepareInternal(admin, internal, have); err != nil {
+			return err
 		}
 	}
 	want := map[string]int32{}
@@ -314,6 +328,40 @@ func (e *Engine) prepare(ctx context.Context) error {
 	e.rejectedParts = parts[e.rejected]
 	e.topics = sources
 	e.log.Info("topics ready", "inputs", sources, "outputs", parts)
+	return nil
+}
+
+// prepareInternal creates the repartition topics, each with the partition
+// count of the sub-topology that writes it (known once that
+// sub-topology's own sources are), and adds them to have.
+func (e *Engine) prepareInternal(admin *kafka.Admin, internal []string, have map[string]int32) error {
+	for progress := true; progress; {
+		progress = false
+		for _, t := range internal {
+			if _, ok := have[t]; ok {
+				continue
+			}
+			var n int32
+			known := true
+			for _, src := range e.g.SubTopologies[e.g.WriterOf(t)].SourceTopics {
+				p, ok := have[src]
+				known = known && ok
+				n = max(n, p)
+			}
+			if !known {
+				continue
+			}
+			got, err := admin.Ensure(map[string]int32{t: n}, nil)
+			if err != nil {
+				return fmt.Errorf("engine: repartition topic: %w", err)
+			}
+			if got[t] != n {
+				return fmt.Errorf("engine: repartition topic %q has %d partitions, its writer %d: delete it to have it recreated", t, got[t], n)
+			}
+			have[t] = n
+			progress = true
+		}
+	}
 	return nil
 }
 

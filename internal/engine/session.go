@@ -42,7 +42,10 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	}
 	batches := make(chan kafka.Batch, 64)
 	h.d = &driver{e: e, s: s, p: e.producer, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
-		streamTime: map[statestore.Task]time.Time{}}
+		streamTime: map[statestore.Task]time.Time{}, internal: map[string]bool{}}
+	for _, t := range e.g.InternalTopics() {
+		h.d.internal[t] = true
+	}
 	h.d.state = &taskState{d: h.d}
 	h.done = make(chan struct{})
 	go func() {
@@ -86,6 +89,8 @@ type driver struct {
 	lineage  string
 	input    graph.Input
 	inRecord *kafka.Record
+
+	internal map[string]bool // repartition topics
 
 	// State (topologies with stores).
 	txn         *statestore.Txn
@@ -229,9 +234,20 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	return nil
 }
 
+// source is the lineage of the record being processed: its own
+// coordinates, or, for a record read back from a repartition topic, the
+// original input record's that it carries.
 func (d *driver) source() string {
 	if d.lineage == "" {
 		r := d.inRecord
+		if d.internal[r.Topic] {
+			for i := len(r.Headers) - 1; i >= 0; i-- {
+				if r.Headers[i].Key == HeaderSource {
+					d.lineage = string(r.Headers[i].Value)
+					return d.lineage
+				}
+			}
+		}
 		d.lineage = r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
 	}
 	return d.lineage

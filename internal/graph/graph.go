@@ -79,6 +79,9 @@ type Node struct {
 	Encode func(k, v any) (key, value []byte, err error)
 	// Stores are the state stores Process uses.
 	Stores []Store
+	// Internal marks the sink and source of a repartition topic; Topic is
+	// then the name without the application id, which WithPrefix adds.
+	Internal bool
 }
 
 // SubTopology is a connected part of the graph. Its source topics must be
@@ -149,6 +152,50 @@ func New(name string, nodes []*Node) *Graph {
 		}
 	}
 	return g
+}
+
+// WithPrefix returns a copy of the graph in which internal topics are
+// named "<prefix>-<topic>". The nodes are copied, so one topology can back
+// runtimes with different application ids.
+func (g *Graph) WithPrefix(prefix string) *Graph {
+	copies := make([]*Node, len(g.Nodes))
+	for i, n := range g.Nodes {
+		c := *n
+		if c.Internal {
+			c.Topic = prefix + "-" + c.Topic
+		}
+		copies[i] = &c
+	}
+	for _, c := range copies {
+		children := make([]*Node, len(c.Children))
+		for i, ch := range c.Children {
+			children[i] = copies[ch.ID]
+		}
+		c.Children = children
+	}
+	return New(g.Name, copies)
+}
+
+// InternalTopics lists the repartition topics, sorted.
+func (g *Graph) InternalTopics() []string {
+	var ts []string
+	for _, n := range g.Nodes {
+		if n.Kind == KindSource && n.Internal {
+			ts = append(ts, n.Topic)
+		}
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// WriterOf returns the sub-topology whose sink writes topic, or -1.
+func (g *Graph) WriterOf(topic string) int {
+	for _, n := range g.Nodes {
+		if n.Kind == KindSink && n.Topic == topic {
+			return g.nodeSub[n.ID]
+		}
+	}
+	return -1
 }
 
 // Stores lists every store with the sub-topology that uses it.
