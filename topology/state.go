@@ -65,8 +65,10 @@ func Store[K, V any](t *Topology, name string, kc serde.Codec[K], vc serde.Codec
 	return KeyValueStore[K, V]{t: t, name: name, kc: kc, vc: vc}
 }
 
-func (s KeyValueStore[K, V]) spec() graph.Store { return graph.Store{Name: s.name, Kind: graph.StoreKeyValue} }
-func (s KeyValueStore[K, V]) owner() *Topology  { return s.t }
+func (s KeyValueStore[K, V]) spec() graph.Store {
+	return graph.Store{Name: s.name, Kind: graph.StoreKeyValue}
+}
+func (s KeyValueStore[K, V]) owner() *Topology { return s.t }
 
 // Name returns the store's name.
 func (s KeyValueStore[K, V]) Name() string { return s.name }

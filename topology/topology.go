@@ -15,10 +15,10 @@ import (
 type Topology struct {
 	stores map[string]bool
 	name   string
-	nodes []*graph.Node
-	errs  []error
-	seq   map[string]int
-	names map[string]bool
+	nodes  []*graph.Node
+	errs   []error
+	seq    map[string]int
+	names  map[string]bool
 }
 
 // New starts an empty topology. The name appears in Describe and logs.
