@@ -1,0 +1,576 @@
+package benchmarks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/schollz/progressbar/v3"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/clientcfg"
+	"github.com/onceflow/onceflow/internal/embedded"
+	"github.com/onceflow/onceflow/processor"
+)
+
+// pollEvery is how often a run reads the group's committed offsets: the
+// resolution of its time window.
+const pollEvery = 20 * time.Millisecond
+
+// bench is one Run in progress.
+type bench struct {
+	cfg   Config
+	env   *Env
+	adm   *kadm.Client
+	log   hclog.Logger
+	runID string
+	seq   int
+	bar   *progressbar.ProgressBar
+}
+
+// Run runs the whole bench: every sweep point, every variant, alternated,
+// and returns the report. A failed run is recorded in the report, not
+// returned: the error is for a bench that could not run at all.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	started := time.Now()
+	env := &Env{Brokers: cfg.Brokers, Root: cfg.Root, Logger: cfg.Logger, kstreamsJar: cfg.KStreamsJar}
+	rep := &Report{Started: started, Partitions: cfg.Partitions, Replicas: cfg.Replicas, Repeats: cfg.Repeats, Machine: machine()}
+	if len(env.Brokers) == 0 {
+		b, err := embedded.Start(embedded.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		defer b.Close()
+		env.Brokers, env.Embedded = b.Addrs(), true
+		rep.Broker = "embedded"
+		rep.Notes = append(rep.Notes, "embedded broker (kfake) in this process: its CPU time and memory count in the in-process variants' CPU and RSS figures")
+	} else {
+		rep.Broker = strings.Join(env.Brokers, ",")
+	}
+	cl, err := kgo.NewClient(clientcfg.Options(env.Brokers, "onceflow-bench-admin", nil)...)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer cl.Close()
+	if err := clientcfg.Probe(ctx, cl, env.Brokers); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	b := &bench{cfg: cfg, env: env, adm: kadm.NewClient(cl), log: cfg.Logger.Named("bench"), runID: newRunID()}
+
+	points := Expand(cfg.Workloads, cfg.CommitIntervals, cfg.ValueSizes)
+	type plan struct {
+		p        Point
+		wl       Workload
+		variants []Variant
+		skipped  map[string]string
+	}
+	var plans []plan
+	runs := 0
+	for _, p := range points {
+		wl := workloads[p.Workload]
+		pl := plan{p: p, wl: wl, variants: []Variant{onceflowVariant{processor.ExactlyOnce}, onceflowVariant{processor.AtLeastOnce}}}
+		if cfg.Peers {
+			for _, v := range wl.Peers() {
+				if err := v.Available(env); err != nil {
+					if pl.skipped == nil {
+						pl.skipped = map[string]string{}
+					}
+					pl.skipped[v.Name()] = err.Error()
+					continue
+				}
+				pl.variants = append(pl.variants, v)
+			}
+		}
+		phases := 1
+		if cfg.Rate >= 0 {
+			phases = 2
+		}
+		runs += phases * cfg.Repeats * len(pl.variants)
+		plans = append(plans, pl)
+	}
+	if cfg.Progress != nil {
+		b.bar = progressbar.NewOptions(runs,
+			progressbar.OptionSetWriter(cfg.Progress),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(20),
+			progressbar.OptionSetItsString("runs"),
+			progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(cfg.Progress) }),
+		)
+		defer b.bar.Exit()
+	}
+
+	for _, pl := range plans {
+		in, err := pl.wl.Input(cfg.Records, pl.p.ValueSize)
+		if err != nil {
+			return nil, err
+		}
+		var ms []Measurement
+		for rep := range cfg.Repeats {
+			for _, v := range pl.variants {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				ms = append(ms, b.throughputRun(ctx, pl.p, pl.wl, v, in, rep))
+			}
+		}
+		if cfg.Rate >= 0 {
+			rate := float64(cfg.Rate)
+			if rate == 0 {
+				var eos []float64
+				for _, m := range ms {
+					if m.Variant == "eos" && m.Error == "" {
+						eos = append(eos, m.RecordsPerSec)
+					}
+				}
+				rate = Median(eos) / 2
+			}
+			if rate < 1 {
+				rate = 1000
+			}
+			for rep := range cfg.Repeats {
+				for _, v := range pl.variants {
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
+					ms = append(ms, b.latencyRun(ctx, pl.p, pl.wl, v, in, rep, int(rate)))
+				}
+			}
+		}
+		rep.Sweep = append(rep.Sweep, summarize(pl.p, in.Len(), ms, pl.skipped))
+	}
+	if len(rep.Sweep) > 0 {
+		rep.Result = rep.Sweep[0]
+		for _, r := range rep.Sweep {
+			if r.CommitIntervalMs == 100 {
+				rep.Result = r
+				break
+			}
+		}
+	}
+	rep.DurationSec = time.Since(started).Seconds()
+	return rep, nil
+}
+
+func newRunID() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// names gives one run its own app id and topics, all under one prefix.
+func (b *bench) names(p Point, v Variant) (prefix, app, in, out string) {
+	b.seq++
+	prefix = fmt.Sprintf("ofbench-%s-%03d-", b.runID, b.seq)
+	app = prefix + p.Workload + "-" + strings.ReplaceAll(v.Name(), "_", "-")
+	return prefix, app, app + "-in", app + "-out"
+}
+
+func (b *bench) step(p Point, v Variant, phase string, rep int) {
+	if b.bar != nil {
+		b.bar.Describe(fmt.Sprintf("%s %s %s %d/%d", p, v.Name(), phase, rep+1, b.cfg.Repeats))
+	}
+}
+
+func (b *bench) done() {
+	if b.bar != nil {
+		_ = b.bar.Add(1)
+	}
+}
+
+// createTopics creates the run's input and output topics and waits until
+// they are in the metadata with a leader for every partition.
+func (b *bench) createTopics(ctx context.Context, topics ...string) error {
+	for _, t := range topics {
+		if _, err := b.adm.CreateTopic(ctx, int32(b.cfg.Partitions), -1, nil, t); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create %s: %w", t, err)
+		}
+	}
+	for {
+		tds, err := b.adm.ListTopics(ctx, topics...)
+		ready := err == nil
+		for _, t := range topics {
+			td, ok := tds[t]
+			if !ok || td.Err != nil || len(td.Partitions) != b.cfg.Partitions {
+				ready = false
+				break
+			}
+			for _, pd := range td.Partitions {
+				if pd.Err != nil || pd.Leader < 0 {
+					ready = false
+				}
+			}
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// cleanup deletes the run's topics and group.
+func (b *bench) cleanup(prefix, app string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tds, err := b.adm.ListTopics(ctx)
+	if err == nil {
+		var del []string
+		for _, t := range tds.Names() {
+			if strings.HasPrefix(t, prefix) {
+				del = append(del, t)
+			}
+		}
+		if len(del) > 0 {
+			if _, err := b.adm.DeleteTopics(ctx, del...); err != nil {
+				b.log.Warn("delete topics", "error", err)
+			}
+		}
+	}
+	_, _ = b.adm.DeleteGroups(ctx, app)
+}
+
+// sample is one look at a running variant.
+type sample struct {
+	at        time.Time
+	committed int64
+	cpu       time.Duration
+}
+
+// throughputRun: write the input, start the variant, measure from its
+// first committed offset to its last.
+func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Variant, in Input, rep int) (m Measurement) {
+	b.step(p, v, PhaseThroughput, rep)
+	defer b.done()
+	m = Measurement{Variant: v.Name(), Phase: PhaseThroughput, Repeat: rep}
+	prefix, app, inTopic, outTopic := b.names(p, v)
+	defer b.cleanup(prefix, app)
+	fail := func(err error) Measurement {
+		m.Error = err.Error()
+		b.log.Warn("run failed", "point", p.String(), "variant", v.Name(), "phase", m.Phase, "error", err)
+		return m
+	}
+	if err := b.createTopics(ctx, inTopic, outTopic); err != nil {
+		return fail(err)
+	}
+	w, err := newWriter(b.env.Brokers, inTopic, 5*time.Millisecond)
+	if err != nil {
+		return fail(err)
+	}
+	_, err = write(ctx, w, in, 0)
+	w.Close()
+	if err != nil {
+		return fail(err)
+	}
+	total := int64(in.Len())
+
+	dir, err := os.MkdirTemp("", "onceflow-bench-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(dir)
+	runtime.GC()
+	debug.FreeOSMemory()
+	resetPeakRSS(nil)
+	stopProfile := b.startProfile(p, v, rep)
+
+	rctx, cancel := context.WithTimeout(ctx, b.cfg.RunTimeout)
+	defer cancel()
+	began := time.Now()
+	cpu0 := cpuTime(nil)
+	running, err := v.Start(rctx, RunSpec{Env: b.env, Workload: wl, App: app, Input: inTopic, Output: outTopic,
+		CommitInterval: p.CommitInterval, CommitRecords: b.cfg.CommitRecords, Replicas: b.cfg.Replicas, StateDir: dir,
+		Logger: b.cfg.Logger.Named(v.Name())})
+	if err != nil {
+		stopProfile()
+		return fail(err)
+	}
+	pids := running.Pids()
+	if pids != nil {
+		cpu0 = 0 // a new process: all of its time is the run's
+	}
+	last := map[int32]int64{}
+	var first, end *sample
+	var runErr error
+	for end == nil && runErr == nil {
+		c, err := committed(rctx, b.adm, app, inTopic, last)
+		s := &sample{at: time.Now(), committed: c, cpu: cpuTime(pids)}
+		switch {
+		case err != nil && rctx.Err() == nil:
+			b.log.Debug("fetch offsets", "error", err)
+		case first == nil && c > 0:
+			first = s
+		}
+		if c >= total {
+			end = s
+			break
+		}
+		select {
+		case <-rctx.Done():
+			runErr = fmt.Errorf("not caught up within %v: committed %d of %d", b.cfg.RunTimeout, c, total)
+		case <-running.Done():
+			runErr = errors.New("the variant stopped by itself")
+		case <-time.After(pollEvery):
+		}
+	}
+	rss := peakRSS(pids)
+	stopProfile()
+	stopErr := running.Stop()
+	if ts, ok := running.(TxnStatser); ok {
+		st := ts.TxnStats()
+		m.Txn = &st
+	}
+	if runErr != nil {
+		return fail(errors.Join(runErr, stopErr))
+	}
+	if stopErr != nil {
+		return fail(stopErr)
+	}
+	start := first
+	if start == nil || end.committed-start.committed < total/10 || !end.at.After(start.at) {
+		start = &sample{at: began, committed: 0, cpu: cpu0}
+		m.WindowFromStart = true
+	}
+	window := end.at.Sub(start.at)
+	n := end.committed - start.committed
+	m.WindowSec = window.Seconds()
+	m.RecordsPerSec = float64(n) / window.Seconds()
+	if n > 0 {
+		m.CPUSecPerMillion = (end.cpu - start.cpu).Seconds() / float64(n) * 1e6
+	}
+	m.PeakRSSMB = float64(rss) / (1 << 20)
+
+	if err := b.check(ctx, &m, wl, v, in, outTopic, nil); err != nil {
+		return fail(err)
+	}
+	return m
+}
+
+// check reads the output to its end (with r, or a new reader) and runs the
+// workload's check.
+func (b *bench) check(ctx context.Context, m *Measurement, wl Workload, v Variant, in Input, outTopic string, r *outputReader) error {
+	if r == nil {
+		var err error
+		if r, err = startOutputReader(ctx, b.env.Brokers, outTopic, false); err != nil {
+			return err
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	err := r.readTo(rctx, b.adm, outTopic)
+	n, lat := r.stop()
+	if err != nil {
+		return err
+	}
+	m.OutputRecords = n
+	m.Check = "ok"
+	if err := wl.Check(in, Output{Records: n}, v.ExactlyOnce()); err != nil {
+		m.Check = err.Error()
+	}
+	if len(lat) > 0 {
+		m.P50Ms = ms(Percentile(lat, 0.50))
+		m.P99Ms = ms(Percentile(lat, 0.99))
+		m.P999Ms = ms(Percentile(lat, 0.999))
+		m.MaxMs = ms(Percentile(lat, 1))
+	}
+	return nil
+}
+
+// waitReady waits until the group is stable with every replica a member
+// and every input partition assigned.
+func (b *bench) waitReady(ctx context.Context, running Running, app, inTopic string) error {
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	for {
+		gs, err := b.adm.DescribeGroups(ctx, app)
+		if err == nil {
+			if g, ok := gs[app]; ok && g.Err == nil && g.State == "Stable" && len(g.Members) == b.cfg.Replicas {
+				if parts := g.AssignedPartitions()[inTopic]; len(parts) == b.cfg.Partitions {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("group %s not stable with %d members: %w", app, b.cfg.Replicas, ctx.Err())
+		case <-running.Done():
+			return errors.New("the variant stopped by itself")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// latencyRun: start the variant on empty topics, wait until it owns every
+// partition, write the input at a steady rate and measure each record's
+// delay to a read_committed reader of the output.
+func (b *bench) latencyRun(ctx context.Context, p Point, wl Workload, v Variant, in Input, rep int, rate int) (m Measurement) {
+	b.step(p, v, PhaseLatency, rep)
+	defer b.done()
+	m = Measurement{Variant: v.Name(), Phase: PhaseLatency, Repeat: rep, Rate: float64(rate)}
+	prefix, app, inTopic, outTopic := b.names(p, v)
+	defer b.cleanup(prefix, app)
+	fail := func(err error) Measurement {
+		m.Error = err.Error()
+		b.log.Warn("run failed", "point", p.String(), "variant", v.Name(), "phase", m.Phase, "error", err)
+		return m
+	}
+	if err := b.createTopics(ctx, inTopic, outTopic); err != nil {
+		return fail(err)
+	}
+	dir, err := os.MkdirTemp("", "onceflow-bench-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(dir)
+	runtime.GC()
+	debug.FreeOSMemory()
+
+	rctx, cancel := context.WithTimeout(ctx, b.cfg.RunTimeout)
+	defer cancel()
+	running, err := v.Start(rctx, RunSpec{Env: b.env, Workload: wl, App: app, Input: inTopic, Output: outTopic,
+		CommitInterval: p.CommitInterval, CommitRecords: b.cfg.CommitRecords, Replicas: b.cfg.Replicas, StateDir: dir,
+		Logger: b.cfg.Logger.Named(v.Name())})
+	if err != nil {
+		return fail(err)
+	}
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		return running.Stop()
+	}
+	defer stop()
+	if err := b.waitReady(rctx, running, app, inTopic); err != nil {
+		return fail(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the members' first fetches are out
+	r, err := startOutputReader(rctx, b.env.Brokers, outTopic, true)
+	if err != nil {
+		return fail(err)
+	}
+	w, err := newWriter(b.env.Brokers, inTopic, 0)
+	if err != nil {
+		r.stop()
+		return fail(err)
+	}
+	handed, err := write(rctx, w, in, rate)
+	w.Close()
+	if err != nil {
+		r.stop()
+		return fail(err)
+	}
+	m.AchievedRate = float64(in.Len()) / handed.Seconds()
+	last := map[int32]int64{}
+	for {
+		c, err := committed(rctx, b.adm, app, inTopic, last)
+		if err == nil && c >= int64(in.Len()) {
+			break
+		}
+		select {
+		case <-rctx.Done():
+			r.stop()
+			return fail(fmt.Errorf("not caught up within %v: committed %d of %d", b.cfg.RunTimeout, c, in.Len()))
+		case <-running.Done():
+			r.stop()
+			return fail(errors.New("the variant stopped by itself"))
+		case <-time.After(pollEvery):
+		}
+	}
+	if err := b.check(ctx, &m, wl, v, in, outTopic, r); err != nil {
+		return fail(err)
+	}
+	if ts, ok := running.(TxnStatser); ok {
+		st := ts.TxnStats()
+		m.Txn = &st
+	}
+	if err := stop(); err != nil {
+		return fail(err)
+	}
+	return m
+}
+
+// startProfile starts a CPU profile of the first throughput run of
+// onceflow at each point, when asked, and returns what ends it (and writes
+// the allocation profiles before and after, for pprof -diff_base).
+func (b *bench) startProfile(p Point, v Variant, rep int) func() {
+	if b.cfg.ProfileDir == "" || rep != 0 {
+		return func() {}
+	}
+	if _, ok := v.(onceflowVariant); !ok {
+		if _, ok := v.(saramaVariant); !ok {
+			return func() {}
+		}
+	}
+	name := fmt.Sprintf("%s-%dms", p.Workload, p.CommitInterval.Milliseconds())
+	if p.ValueSize > 0 {
+		name += fmt.Sprintf("-%dB", p.ValueSize)
+	}
+	name = filepath.Join(b.cfg.ProfileDir, name+"-"+v.Name())
+	if err := os.MkdirAll(b.cfg.ProfileDir, 0o755); err != nil {
+		b.log.Warn("profile", "error", err)
+		return func() {}
+	}
+	writeAllocs := func(path string) {
+		f, err := os.Create(path)
+		if err != nil {
+			b.log.Warn("profile", "error", err)
+			return
+		}
+		defer f.Close()
+		_ = pprof.Lookup("allocs").WriteTo(f, 0)
+	}
+	writeAllocs(name + "-allocs-base.pprof")
+	f, err := os.Create(name + "-cpu.pprof")
+	if err != nil {
+		b.log.Warn("profile", "error", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.log.Warn("profile", "error", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		writeAllocs(name + "-allocs.pprof")
+	}
+}
+
+// machine describes this machine.
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, GoVersion: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if kb := statusKB("/proc/meminfo", "MemTotal:"); kb > 0 {
+		m.MemoryGB = float64(kb) / (1 << 20)
+	}
+	return m
+}
