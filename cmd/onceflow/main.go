@@ -24,6 +24,7 @@ type CLI struct {
 	Produce ProduceCmd `cmd:"" help:"Write generated records to a topic."`
 	Verify  VerifyCmd  `cmd:"" help:"Check that every input record has exactly one output record, by lineage."`
 	Lag     LagCmd     `cmd:"" help:"Show (or wait for) a group's committed progress through a topic."`
+	Bench   BenchCmd   `cmd:"" help:"Measure a workload in exactly-once and at-least-once mode (and the peers) on one broker."`
 
 	Run  RunCmd  `cmd:"" help:"Run one replica of a built-in topology until SIGINT or SIGTERM."`
 	Demo DemoCmd `cmd:"" help:"The main job on the embedded broker: produce, run three replicas, kill one, verify exactly-once."`

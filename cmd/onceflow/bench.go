@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/onceflow/onceflow/benchmarks"
+)
+
+// BenchCmd is `onceflow bench`.
+type BenchCmd struct {
+	Brokers        []string        `name:"brokers" short:"b" env:"ONCEFLOW_BROKERS" placeholder:"HOST:PORT" help:"Seed brokers of the cluster to measure on (default: an embedded broker started for the run)."`
+	Workload       []string        `name:"workload" short:"w" default:"copy" help:"Workloads, comma-separated (copy, orders)."`
+	Records        int             `name:"records" short:"n" default:"100000" help:"Records per run."`
+	CommitInterval []time.Duration `name:"commit-interval" default:"100ms" help:"Commit intervals to sweep, comma-separated (e.g. 10ms,100ms,1s)."`
+	ValueSize      []int           `name:"value-size" default:"100" help:"Value sizes in bytes to sweep, comma-separated (copy; orders values have their own size)."`
+	Partitions     int             `name:"partitions" default:"6" help:"Partitions of every input topic."`
+	Replicas       int             `name:"replicas" default:"1" help:"Replicas of each variant, in this process (Kafka Streams: one process each)."`
+	Repeats        int             `name:"repeats" default:"2" help:"Runs of each variant per point, alternated (EOS, ALOS, peers, EOS, ...); figures are medians."`
+	Rate           int             `name:"rate" default:"0" help:"Records/s of the latency runs, written at a steady rate (0: half the measured exactly-once maximum; -1: no latency runs)."`
+	CommitRecords  int             `name:"commit-records" default:"0" help:"onceflow's early commit after this many records (0: the engine's default)."`
+	Peers          bool            `name:"peers" help:"Also run the peers: sarama's transactional copy loop (the client's floor), franz-go's GroupTransactSession loop, and Kafka Streams (only with --brokers)."`
+	KStreamsJar    string          `name:"kstreams-jar" type:"path" help:"The Kafka Streams peer's jar (default: built with benchmarks/peers/kstreams/build.sh)."`
+	JSON           bool            `name:"json" help:"Print one JSON object instead of tables."`
+	Out            string          `name:"out" type:"path" placeholder:"DIR" help:"Write results.json and chart.svg (and chart.png) into DIR."`
+	Profile        string          `name:"profile" type:"path" placeholder:"DIR" help:"Write CPU and allocation profiles of the first throughput run of onceflow (and of the sarama loop) at each point into DIR."`
+	RunTimeout     time.Duration   `name:"run-timeout" default:"10m" help:"Give up on a run that has not caught up after this long."`
+	NoProgress     bool            `name:"no-progress" help:"Do not show a progress bar on stderr."`
+}
+
+// Run runs the bench and prints the report.
+func (c *BenchCmd) Run(env *Env) error {
+	var progress io.Writer = env.Stderr
+	if c.NoProgress {
+		progress = nil
+	}
+	rep, err := benchmarks.Run(env.Ctx, benchmarks.Config{
+		Brokers:         ClientFlags{Brokers: c.Brokers}.BrokerList(),
+		Workloads:       splitList(c.Workload),
+		Records:         c.Records,
+		Partitions:      c.Partitions,
+		Replicas:        c.Replicas,
+		Repeats:         c.Repeats,
+		CommitIntervals: c.CommitInterval,
+		ValueSizes:      c.ValueSize,
+		CommitRecords:   c.CommitRecords,
+		Rate:            c.Rate,
+		Peers:           c.Peers,
+		KStreamsJar:     c.KStreamsJar,
+		RunTimeout:      c.RunTimeout,
+		ProfileDir:      c.Profile,
+		Progress:        progress,
+		Logger:          env.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	if c.Out != "" {
+		if err := benchmarks.WriteOut(rep, c.Out); err != nil {
+			return err
+		}
+	}
+	if c.JSON {
+		if err := rep.WriteJSON(env.Stdout); err != nil {
+			return err
+		}
+	} else {
+		if err := rep.WriteTable(env.Stdout); err != nil {
+			return err
+		}
+		if c.Out != "" {
+			fmt.Fprintf(env.Stdout, "results in %s\n", c.Out)
+		}
+	}
+	if problems := rep.OnceflowProblems(); len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintf(env.Stderr, "onceflow: bench: %s\n", p)
+		}
+		return errCheckFailed
+	}
+	return nil
+}
+
+func splitList(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
