@@ -42,7 +42,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	}
 	batches := make(chan kafka.Batch, 64)
 	h.d = &driver{e: e, s: s, p: e.producer, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
-		streamTime: map[statestore.Task]time.Time{}, internal: map[string]bool{}}
+		streamTime: map[statestore.Task]time.Time{}, internal: map[string]bool{}, outCounts: map[string]int{}}
 	for _, t := range e.g.InternalTopics() {
 		h.d.internal[t] = true
 	}
@@ -86,8 +86,11 @@ type driver struct {
 	records  int
 	started  time.Time
 	out      []kafka.Message // outputs of the record being processed
-	lineage  string
-	input    graph.Input
+	lineage      string
+	lineageBytes []byte
+	outCounts    map[string]int // outputs per topic in the current batch
+	gctx         graph.Context
+	input        graph.Input
 	inRecord *kafka.Record
 
 	internal map[string]bool // repartition topics
@@ -166,6 +169,10 @@ func (d *driver) process(b kafka.Batch) {
 			return
 		}
 	}
+	for topic, n := range d.outCounts {
+		e.m.recordsOut.WithLabelValues(topic).Add(float64(n))
+		delete(d.outCounts, topic)
+	}
 	if d.txn != nil {
 		d.produceChanges()
 	}
@@ -194,6 +201,7 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	d.out = d.out[:0]
 	d.inRecord = r
 	d.lineage = ""
+	d.lineageBytes = nil
 	k, v, err := src.Decode(r.Key, r.Value)
 	if err != nil {
 		d.reject(r, ReasonUndecodable, err)
@@ -204,7 +212,7 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	if d.txn != nil {
 		st = d.state
 	}
-	err = graph.RunWithState(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.Headers, Timestamp: r.Timestamp}, d, st)
+	err = d.gctx.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.Headers, Timestamp: r.Timestamp}, d, st)
 	if rej, ok := errors.AsType[*graph.Rejection](err); ok {
 		if d.txn != nil {
 			if ferr := d.state.flush(); ferr != nil {
@@ -228,7 +236,7 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	}
 	for i := range d.out {
 		d.p.Send(&d.out[i])
-		d.e.m.recordsOut.WithLabelValues(d.out[i].Topic).Inc()
+		d.outCounts[d.out[i].Topic]++
 	}
 	d.e.c.out.Add(int64(len(d.out)))
 	return nil
@@ -239,35 +247,45 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 // original input record's that it carries.
 func (d *driver) source() string {
 	if d.lineage == "" {
-		r := d.inRecord
-		if d.internal[r.Topic] {
-			for i := len(r.Headers) - 1; i >= 0; i-- {
-				if r.Headers[i].Key == HeaderSource {
-					d.lineage = string(r.Headers[i].Value)
-					return d.lineage
-				}
-			}
-		}
-		d.lineage = r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
+		d.lineage = string(d.sourceBytes())
 	}
 	return d.lineage
 }
 
-// Emit implements graph.Emitter: it buffers one output with its lineage.
-func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
-	hs := make([]graph.Header, 0, len(headers)+1)
-	for _, h := range headers {
-		if h.Key != HeaderSource {
-			hs = append(hs, h)
+// sourceBytes is source() as bytes, made once per input record.
+func (d *driver) sourceBytes() []byte {
+	if d.lineageBytes != nil {
+		return d.lineageBytes
+	}
+	r := d.inRecord
+	if d.internal[r.Topic] {
+		for i := len(r.Headers) - 1; i >= 0; i-- {
+			if r.Headers[i].Key == HeaderSource {
+				d.lineageBytes = r.Headers[i].Value
+				return d.lineageBytes
+			}
 		}
 	}
-	hs = append(hs, graph.Header{Key: HeaderSource, Value: []byte(d.source())})
+	b := make([]byte, 0, len(r.Topic)+24)
+	b = append(b, r.Topic...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(r.Partition), 10)
+	b = append(b, '/')
+	d.lineageBytes = strconv.AppendInt(b, r.Offset, 10)
+	return d.lineageBytes
+}
+
+// Emit implements graph.Emitter: it buffers one output with its lineage.
+// The headers are the record's own (shared, never modified); the producer
+// writes the lineage after them.
+func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
 	d.out = append(d.out, kafka.Message{
 		Topic:     topic,
 		Partition: kafka.Partition(key, d.inRecord.Partition, d.e.sinkParts[topic]),
 		Key:       key,
 		Value:     value,
-		Headers:   hs,
+		Headers:   headers,
+		Source:    d.sourceBytes(),
 		Timestamp: ts,
 	})
 	return nil

@@ -309,7 +309,14 @@ func Run(source *Node, in *Input, r Record, out Emitter) error {
 
 // RunWithState is Run with the task's state for stateful nodes.
 func RunWithState(source *Node, in *Input, r Record, out Emitter, st State) error {
-	c := &Context{node: source, input: in, out: out, state: st}
+	var c Context
+	return c.Run(source, in, r, out, st)
+}
+
+// Run pushes one decoded record from source through the graph, reusing c
+// (the runtime keeps one per driver instead of one per record).
+func (c *Context) Run(source *Node, in *Input, r Record, out Emitter, st State) error {
+	*c = Context{node: source, input: in, out: out, state: st}
 	return c.Forward(r)
 }
 

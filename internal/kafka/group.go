@@ -184,7 +184,7 @@ func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 				return nil
 			}
 		}
-		b := Batch{Topic: claim.Topic(), Partition: claim.Partition(), Records: make([]Record, 0, 16)}
+		b := Batch{Topic: claim.Topic(), Partition: claim.Partition(), Records: make([]Record, 0, min(a.g.batchSize, 1+len(msgs)))}
 		b.Records = append(b.Records, convert(m))
 	fill:
 		for len(b.Records) < a.g.batchSize {

@@ -20,11 +20,20 @@ type Message struct {
 	Key       []byte
 	Value     []byte
 	Headers   []graph.Header
+	// Source, when set, is written as the header SourceHeader after
+	// Headers, replacing any SourceHeader among them (the lineage).
+	Source    []byte
 	Timestamp time.Time
 	// Track asks for the record's offset: see TrackedOffsets. Only on a
 	// producer created with tracking.
 	Track bool
 }
+
+// SourceHeader is the lineage header: topic/partition/offset of the input
+// record an output came from.
+const SourceHeader = "onceflow-source"
+
+var sourceHeaderKey = []byte(SourceHeader)
 
 // tracked marks messages whose offsets the producer records.
 type tracked struct{}
@@ -159,10 +168,19 @@ func (p *Producer) Send(m *Message) {
 	if m.Value == nil {
 		pm.Value = nil
 	}
-	if len(m.Headers) > 0 {
-		pm.Headers = make([]sarama.RecordHeader, len(m.Headers))
-		for i, h := range m.Headers {
-			pm.Headers[i] = sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value}
+	if n := len(m.Headers); n > 0 || m.Source != nil {
+		if m.Source != nil {
+			n++
+		}
+		pm.Headers = make([]sarama.RecordHeader, 0, n)
+		for _, h := range m.Headers {
+			if m.Source != nil && h.Key == SourceHeader {
+				continue
+			}
+			pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+		}
+		if m.Source != nil {
+			pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: sourceHeaderKey, Value: m.Source})
 		}
 	}
 	if m.Track && p.track {
