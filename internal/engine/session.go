@@ -80,18 +80,18 @@ type driver struct {
 	batches chan kafka.Batch
 	finish  chan struct{}
 
-	open     bool // a transaction (or an at-least-once interval) has records
-	failed   bool // the session is being rewound; process nothing more
-	offsets  map[string]map[int32]int64
-	records  int
-	started  time.Time
-	out      []kafka.Message // outputs of the record being processed
+	open         bool // a transaction (or an at-least-once interval) has records
+	failed       bool // the session is being rewound; process nothing more
+	offsets      map[string]map[int32]int64
+	records      int
+	started      time.Time
+	out          []kafka.Message // outputs of the record being processed
 	lineage      string
 	lineageBytes []byte
 	outCounts    map[string]int // outputs per topic in the current batch
 	gctx         graph.Context
 	input        graph.Input
-	inRecord *kafka.Record
+	inRecord     *kafka.Record
 
 	internal map[string]bool // repartition topics
 
