@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 )
@@ -55,13 +56,19 @@ func openFS(dir string, fs vfs.FS, opts Options) (*DB, error) {
 	}
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref() // the DB holds its own reference
-	pdb, err := pebble.Open(dir, &pebble.Options{
+	popts := &pebble.Options{
 		FS:                 fs,
 		Cache:              cache,
 		Logger:             pebbleLogger{log.Named("pebble")},
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       uint64(memTableSize),
-	})
+	}
+	// Most dedup lookups are for event ids never seen: bloom filters answer
+	// those without reading data blocks from every level.
+	for i := range popts.Levels {
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("statestore: open %q: %w", dir, err)
 	}

@@ -9,7 +9,7 @@ import (
 
 // Defaults of Options fields left zero.
 const (
-	DefaultCacheSize    = 8 << 20
+	DefaultCacheSize    = 64 << 20
 	DefaultMemTableSize = 32 << 20
 )
 

@@ -1,10 +1,13 @@
 package engine_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
+	"github.com/onceflow/onceflow/examples/orders"
+	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/enginetest"
 )
 
@@ -34,6 +37,39 @@ func BenchmarkCopy(b *testing.B) {
 			r.Stop()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 			b.Logf("%s: %+v", name, r.E.Stats())
+		})
+	}
+}
+
+// BenchmarkOrders measures one replica of the orders topology (dedup,
+// version gate, totals, Pebble state) on pre-produced order events.
+func BenchmarkOrders(b *testing.B) {
+	for _, eos := range []bool{true, false} {
+		name := map[bool]string{true: "exactly_once", false: "at_least_once"}[eos]
+		b.Run(name, func(b *testing.B) {
+			env := enginetest.New(b)
+			in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+			if _, err := gen.ProduceOrders(context.Background(), gen.OrdersConfig{Brokers: env.Brokers, Topic: in, Events: b.N,
+				DuplicateRate: 0.1, ConflictRate: 0.01, OutOfOrderRate: 0.05, Seed: 1}); err != nil {
+				b.Fatal(err)
+			}
+			cfg := env.Config(app, "r1")
+			cfg.ExactlyOnce = eos
+			cfg.StateDir = b.TempDir()
+			cfg.CommitInterval = 100 * time.Millisecond
+			cfg.CommitRecords = 10000
+			g, err := orders.Topology(in, out).Compile()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			r := env.Start(cfg, g)
+			for r.E.Stats().RecordsIn < int64(b.N) {
+				time.Sleep(time.Millisecond)
+			}
+			b.StopTimer()
+			r.Stop()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 		})
 	}
 }
