@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -103,4 +104,24 @@ func TestCopyAtLeastOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Verify(in, out)
+}
+
+// A graceful stop leaves the group at once: a static member that only
+// closed would keep its partitions until its session timed out.
+func TestGracefulStopLeavesTheGroup(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 2)
+	env.Produce(in, 0, 100)
+	g := compile(t, copyex.Topology(in, out))
+	r1 := env.Start(env.Config(app, "r1"), g)
+	r2 := env.Start(env.Config(app, "r2"), g)
+	waitFor(t, "both members in the group", 60*time.Second, func() bool { return len(env.Members(app)) == 2 && r1.E.Ready() && r2.E.Ready() })
+	if err := r2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if m := env.Members(app); slices.Contains(m, "r2") {
+		t.Errorf("r2 is still a member after its graceful stop: %v", m)
+	}
+	r1.Stop()
 }

@@ -231,6 +231,26 @@ func (e *Env) VerifySources(input string, outputs ...string) verify.Report {
 	return r
 }
 
+// Members returns the instance ids of the group's current members.
+func (e *Env) Members(group string) []string {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	described, err := e.adm.DescribeGroups(ctx, group)
+	if err != nil {
+		e.T.Fatalf("describe group %s: %v", group, err)
+	}
+	var ids []string
+	for _, m := range described[group].Members {
+		if m.InstanceID != nil {
+			ids = append(ids, *m.InstanceID)
+		} else {
+			ids = append(ids, m.MemberID)
+		}
+	}
+	return ids
+}
+
 // CommittedOffsets returns the group's committed offsets for topic.
 func (e *Env) CommittedOffsets(group, topic string) map[int32]int64 {
 	e.T.Helper()
