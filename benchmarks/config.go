@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -54,6 +56,10 @@ type Config struct {
 	Rate int
 	// Peers adds the peer variants of each workload.
 	Peers bool
+	// Variants, when set, runs only the variants with these names (eos,
+	// alos, sarama, franz, kstreams_eos, kstreams_alos). Without eos, the
+	// latency runs need a Rate.
+	Variants []string
 	// KStreamsJar is the Kafka Streams peer's jar. Default: built with
 	// benchmarks/peers/kstreams/build.sh under Root.
 	KStreamsJar string
@@ -100,6 +106,14 @@ func (c Config) Validate() error {
 		if v < 0 || v > 1_000_000 {
 			errs = append(errs, fmt.Errorf("bench: value size %d: want 0 to 1000000", v))
 		}
+	}
+	for _, v := range c.Variants {
+		if !slices.Contains(variantOrder, v) {
+			errs = append(errs, fmt.Errorf("bench: unknown variant %q (have %s)", v, strings.Join(variantOrder, ", ")))
+		}
+	}
+	if len(c.Variants) > 0 && !slices.Contains(c.Variants, "eos") && c.Rate == 0 {
+		errs = append(errs, errors.New("bench: without the eos variant the latency runs need a rate (or -1: none)"))
 	}
 	if c.CommitRecords < 0 {
 		errs = append(errs, fmt.Errorf("bench: commit records %d is negative", c.CommitRecords))

@@ -184,13 +184,19 @@ func (r *Report) WriteTable(w io.Writer) error {
 				v.CPUSecPerMillion, v.PeakRSSMB, v.Check)
 		}
 		tw.Flush()
-		fmt.Fprintf(w, "eos/alos %.3f", p.EOSOverALOS)
-		for _, k := range sortedKeys(p.Ratios) {
-			if k != "eos_over_alos" {
-				fmt.Fprintf(w, "  %s %.3f", strings.ReplaceAll(k, "_over_", "/"), p.Ratios[k])
+		ks := sortedKeys(p.Ratios)
+		slices.SortStableFunc(ks, func(a, b string) int { // eos/alos first
+			return boolInt(b == "eos_over_alos") - boolInt(a == "eos_over_alos")
+		})
+		for i, k := range ks {
+			if i > 0 {
+				fmt.Fprint(w, "  ")
 			}
+			fmt.Fprintf(w, "%s %.3f", strings.ReplaceAll(k, "_over_", "/"), p.Ratios[k])
 		}
-		fmt.Fprintln(w)
+		if len(ks) > 0 {
+			fmt.Fprintln(w)
+		}
 		if p.EOS != nil && p.EOS.P99Ms > 0 {
 			verdict := "within"
 			if p.EOS.P99Ms > p.P99TargetMs {
@@ -212,6 +218,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func optional(v float64) string {

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,18 +85,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	runs := 0
 	for _, p := range points {
 		wl := workloads[p.Workload]
-		pl := plan{p: p, wl: wl, variants: []Variant{onceflowVariant{processor.ExactlyOnce}, onceflowVariant{processor.AtLeastOnce}}}
+		pl := plan{p: p, wl: wl}
+		candidates := []Variant{onceflowVariant{processor.ExactlyOnce}, onceflowVariant{processor.AtLeastOnce}}
 		if cfg.Peers {
-			for _, v := range wl.Peers() {
-				if err := v.Available(env); err != nil {
-					if pl.skipped == nil {
-						pl.skipped = map[string]string{}
-					}
-					pl.skipped[v.Name()] = err.Error()
-					continue
-				}
-				pl.variants = append(pl.variants, v)
+			candidates = append(candidates, wl.Peers()...)
+		}
+		for _, v := range candidates {
+			if len(cfg.Variants) > 0 && !slices.Contains(cfg.Variants, v.Name()) {
+				continue
 			}
+			if err := v.Available(env); err != nil {
+				if pl.skipped == nil {
+					pl.skipped = map[string]string{}
+				}
+				pl.skipped[v.Name()] = err.Error()
+				continue
+			}
+			pl.variants = append(pl.variants, v)
 		}
 		phases := 1
 		if cfg.Rate >= 0 {

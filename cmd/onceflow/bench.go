@@ -22,6 +22,7 @@ type BenchCmd struct {
 	Rate           int             `name:"rate" default:"0" help:"Records/s of the latency runs, written at a steady rate (0: half the measured exactly-once maximum; -1: no latency runs)."`
 	CommitRecords  int             `name:"commit-records" default:"0" help:"onceflow's early commit after this many records (0: the engine's default)."`
 	Peers          bool            `name:"peers" help:"Also run the peers: sarama's transactional copy loop (the client's floor), franz-go's GroupTransactSession loop, and Kafka Streams (only with --brokers)."`
+	Variants       []string        `name:"variants" help:"Run only these variants, comma-separated (eos, alos, sarama, franz, kstreams_eos, kstreams_alos)."`
 	KStreamsJar    string          `name:"kstreams-jar" type:"path" help:"The Kafka Streams peer's jar (default: built with benchmarks/peers/kstreams/build.sh)."`
 	JSON           bool            `name:"json" help:"Print one JSON object instead of tables."`
 	Out            string          `name:"out" type:"path" placeholder:"DIR" help:"Write results.json and chart.svg (and chart.png) into DIR."`
@@ -48,6 +49,7 @@ func (c *BenchCmd) Run(env *Env) error {
 		CommitRecords:   c.CommitRecords,
 		Rate:            c.Rate,
 		Peers:           c.Peers,
+		Variants:        splitList(c.Variants),
 		KStreamsJar:     c.KStreamsJar,
 		RunTimeout:      c.RunTimeout,
 		ProfileDir:      c.Profile,
