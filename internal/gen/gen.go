@@ -63,18 +63,7 @@ type Config struct {
 
 // Validate reports every problem with the configuration at once.
 func (c Config) Validate() error {
-	var errs []error
-	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("gen: no brokers given"))
-	}
-	for _, b := range c.Brokers {
-		if _, _, err := net.SplitHostPort(b); err != nil {
-			errs = append(errs, fmt.Errorf("gen: broker %q is not host:port", b))
-		}
-	}
-	if err := validTopic(c.Topic); err != nil {
-		errs = append(errs, err)
-	}
+	errs := validTarget(c.Brokers, c.Topic)
 	if c.Records <= 0 {
 		errs = append(errs, fmt.Errorf("gen: records must be above zero, got %d", c.Records))
 	}
@@ -88,6 +77,23 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("gen: value size must be from 0 to %d, got %d", MaxValueSize, c.ValueSize))
 	}
 	return errors.Join(errs...)
+}
+
+// validTarget checks the brokers and the topic every generator writes to.
+func validTarget(brokers []string, topic string) []error {
+	var errs []error
+	if len(brokers) == 0 {
+		errs = append(errs, errors.New("gen: no brokers given"))
+	}
+	for _, b := range brokers {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			errs = append(errs, fmt.Errorf("gen: broker %q is not host:port", b))
+		}
+	}
+	if err := validTopic(topic); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 func validTopic(t string) error {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,18 +83,7 @@ type OrdersConfig struct {
 
 // Validate reports every problem with the configuration at once.
 func (c OrdersConfig) Validate() error {
-	var errs []error
-	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("gen: no brokers given"))
-	}
-	for _, b := range c.Brokers {
-		if _, _, err := net.SplitHostPort(b); err != nil {
-			errs = append(errs, fmt.Errorf("gen: broker %q is not host:port", b))
-		}
-	}
-	if err := validTopic(c.Topic); err != nil {
-		errs = append(errs, err)
-	}
+	errs := validTarget(c.Brokers, c.Topic)
 	if c.Partitions < 0 || c.Partitions > 10000 {
 		errs = append(errs, fmt.Errorf("gen: partitions must be from 1 to 10000 (0: default %d), got %d", DefaultPartitions, c.Partitions))
 	}
