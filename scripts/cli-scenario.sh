@@ -11,36 +11,9 @@
 #    and restarted K times during the run, then `onceflow verify`.
 #
 # Without --brokers an embedded `onceflow broker` is started and stopped.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-
-brokers="" records=200000 kills=2
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --brokers) brokers="$2"; shift 2 ;;
-    --records) records="$2"; shift 2 ;;
-    --kills) kills="$2"; shift 2 ;;
-    *) echo "usage: $0 [--brokers B] [--records N] [--kills K]" >&2; exit 2 ;;
-  esac
-done
-
-go build -o bin/onceflow ./cmd/onceflow
-of=bin/onceflow
-work=$(mktemp -d /tmp/onceflow-scenario.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT
-
-if [ -z "$brokers" ]; then
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  brokers="127.0.0.1:$port"
-  $of broker --addr "$brokers" >"$work/broker.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do $of lag -b "$brokers" -g none -t none >/dev/null 2>&1 && break; grep -q listening "$work/broker.log" && break; sleep 0.1; done
-fi
+records=200000 kills=2
+# shellcheck source=scripts/scenario-lib.sh
+. "$(dirname "$0")/scenario-lib.sh"
 echo "brokers $brokers; logs in $work"
 run_id=$(date +%s)
 

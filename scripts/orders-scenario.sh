@@ -10,36 +10,9 @@
 # onceflow_restored_records_total, and a cold restore (an empty state
 # directory restoring every task) to measure the restore rate.
 # Without --brokers an embedded `onceflow broker` is started and stopped.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-
-brokers="" records=500000 kills=3
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --brokers) brokers="$2"; shift 2 ;;
-    --records) records="$2"; shift 2 ;;
-    --kills) kills="$2"; shift 2 ;;
-    *) echo "usage: $0 [--brokers B] [--records N] [--kills K]" >&2; exit 2 ;;
-  esac
-done
-
-go build -o bin/onceflow ./cmd/onceflow
-of=bin/onceflow
-work=$(mktemp -d /tmp/onceflow-orders.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT
-
-if [ -z "$brokers" ]; then
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  brokers="127.0.0.1:$port"
-  $of broker --addr "$brokers" >"$work/broker.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do grep -q listening "$work/broker.log" && break; sleep 0.1; done
-fi
+records=500000 kills=3
+# shellcheck source=scripts/scenario-lib.sh
+. "$(dirname "$0")/scenario-lib.sh"
 run_id=$(date +%s)
 app="orders-$run_id" in="orders-in-$run_id" out="orders-totals-$run_id"
 echo "brokers $brokers; work dir $work"
