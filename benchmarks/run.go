@@ -161,6 +161,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		rep.Sweep = append(rep.Sweep, summarize(pl.p, in.Len(), ms, pl.skipped))
 	}
+	short := 0
+	for _, r := range rep.Sweep {
+		for _, m := range r.Runs {
+			if m.WindowFromStart {
+				short++
+			}
+		}
+	}
+	if short > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d throughput run(s) were too short for their commit interval: too little of the input was committed after the first commit, so their window starts with the variant (start-up included); use more --records", short))
+	}
 	if len(rep.Sweep) > 0 {
 		rep.Result = rep.Sweep[0]
 		for _, r := range rep.Sweep {

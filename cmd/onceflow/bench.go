@@ -19,7 +19,8 @@ type BenchCmd struct {
 	Partitions     int             `name:"partitions" default:"6" help:"Partitions of every input topic."`
 	Replicas       int             `name:"replicas" default:"1" help:"Replicas of each variant, in this process (Kafka Streams: one process each)."`
 	Repeats        int             `name:"repeats" default:"2" help:"Runs of each variant per point, alternated (EOS, ALOS, peers, EOS, ...); figures are medians."`
-	Rate           int             `name:"rate" default:"0" help:"Records/s of the latency runs, written at a steady rate (0: half the measured exactly-once maximum; -1: no latency runs)."`
+	Rate           int             `name:"rate" default:"0" help:"Records/s of the latency runs, written at a steady rate (0: half the measured exactly-once maximum)."`
+	NoLatency      bool            `name:"no-latency" help:"Skip the latency runs (throughput only)."`
 	CommitRecords  int             `name:"commit-records" default:"0" help:"onceflow's early commit after this many records (0: the engine's default)."`
 	Peers          bool            `name:"peers" help:"Also run the peers: sarama's transactional copy loop (the client's floor), franz-go's GroupTransactSession loop, and Kafka Streams (only with --brokers)."`
 	Variants       []string        `name:"variants" help:"Run only these variants, comma-separated (eos, alos, sarama, franz, kstreams_eos, kstreams_alos)."`
@@ -31,8 +32,23 @@ type BenchCmd struct {
 	NoProgress     bool            `name:"no-progress" help:"Do not show a progress bar on stderr."`
 }
 
+// Validate rejects flags that contradict each other.
+func (c *BenchCmd) Validate() error {
+	if c.Rate < 0 {
+		return fmt.Errorf("--rate %d is negative (--no-latency skips the latency runs)", c.Rate)
+	}
+	if c.NoLatency && c.Rate != 0 {
+		return fmt.Errorf("--rate and --no-latency exclude each other")
+	}
+	return nil
+}
+
 // Run runs the bench and prints the report.
 func (c *BenchCmd) Run(env *Env) error {
+	rate := c.Rate
+	if c.NoLatency {
+		rate = -1
+	}
 	var progress io.Writer = env.Stderr
 	if c.NoProgress {
 		progress = nil
@@ -47,7 +63,7 @@ func (c *BenchCmd) Run(env *Env) error {
 		CommitIntervals: c.CommitInterval,
 		ValueSizes:      c.ValueSize,
 		CommitRecords:   c.CommitRecords,
-		Rate:            c.Rate,
+		Rate:            rate,
 		Peers:           c.Peers,
 		Variants:        splitList(c.Variants),
 		KStreamsJar:     c.KStreamsJar,
