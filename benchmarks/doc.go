@@ -1,0 +1,54 @@
+// Package benchmarks is the harness behind `onceflow bench`: it measures one
+// workload in exactly-once (EOS) and at-least-once (ALOS) mode, and the peers
+// when asked, on the same broker in the same run.
+//
+// # What a run is
+//
+// Every run of every variant gets fresh topics (6 partitions by default) and
+// its own consumer group, and reads the same input: a Workload's Input is
+// deterministic, written anew for each run. Runs alternate: for each
+// repeat, every variant once (EOS, ALOS, sarama, franz, Kafka Streams EOS and
+// ALOS), then again; reported figures are medians over repeats, and ratios
+// are between medians of the same run of the bench.
+//
+// Throughput runs write the whole input first and then start the variant's
+// replicas. The clock starts at the first committed offset the harness sees
+// (it reads the group's committed offsets on the input every 20 ms) and stops
+// when the committed offsets reach the input's end: records/s = records
+// committed in between / time in between. Start-up (process start, group
+// join, assignment, restore, the first fetch) is outside the window, and so
+// is any input writer: the replicas have the machine to themselves. Writing
+// first and starting the replicas before writing were both possible; writing
+// first was chosen because a writer running beside the replicas takes CPU
+// from them on a small machine, and timing from the first commit excludes
+// start-up just as well. CPU seconds per million records are the process CPU
+// time (getrusage for in-process replicas, /proc/<pid>/stat for Kafka Streams)
+// spent in the same window, divided by the records it committed. Peak RSS is
+// VmHWM, reset before the run (in-process) or the child's own (Kafka
+// Streams). With the embedded broker the broker runs in this process: its CPU
+// and memory are in the in-process figures.
+//
+// Latency runs start the variant on empty topics, wait until its group is
+// stable with every replica a member and every partition assigned, then
+// write the input at a steady rate (Config.Rate; by default half the
+// median EOS throughput of the same point, the load the issue's p99 target
+// is stated at), stamping each record with the time it is handed to the
+// writer. A read_committed reader of the output records, for each record,
+// the time it was returned minus that timestamp (outputs keep their input's
+// timestamp): the end-to-end latency, p50, p99, p99.9 and max.
+//
+// Commit latency and records per transaction come from onceflow's
+// onceflow_commit_latency_seconds and onceflow_records_per_transaction
+// histograms (a registry per run; quantiles interpolated within buckets),
+// and from the Go peers' own timing of each commit (exact). Kafka Streams
+// reports neither.
+//
+// After every run the output is read to its end read_committed and the
+// workload checks it: exactly the expected count under exactly-once, at
+// least it otherwise.
+//
+// # Adding a workload
+//
+// Implement Workload (its input, its onceflow topology, its peer variants,
+// its check) and add it to the workloads map.
+package benchmarks
