@@ -183,7 +183,7 @@ func startOutputReader(ctx context.Context, brokers []string, topic string, late
 			})
 			fs.EachRecord(func(rec *kgo.Record) {
 				r.mu.next[rec.Partition] = rec.Offset + 1
-				if rec.Attrs.IsControl() {
+				if rec.Attrs.IsControl() || isWarmup(rec) {
 					return
 				}
 				r.mu.records++
@@ -266,6 +266,40 @@ func (r *outputReader) stop() (int64, []time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mu.records, r.mu.latencies
+}
+
+// warmupHeader marks the records a latency run writes before its input to
+// see the variant consume and commit on every partition. They are not
+// counted or timed. Their value is not JSON, so the orders workload rejects
+// them; the copy workload copies them with their headers.
+const warmupHeader = "onceflow-bench-warmup"
+
+func isWarmup(r *kgo.Record) bool {
+	for _, h := range r.Headers {
+		if h.Key == warmupHeader {
+			return true
+		}
+	}
+	return false
+}
+
+// warmup writes one warm-up record to each partition of topic.
+func warmup(ctx context.Context, brokers []string, topic string, partitions int) error {
+	cl, err := kgo.NewClient(append(clientcfg.Options(brokers, "onceflow-bench-warmup", nil),
+		kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		return fmt.Errorf("bench: warm-up: %w", err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	for p := range partitions {
+		rs = append(rs, &kgo.Record{Partition: int32(p), Key: []byte("warmup"), Value: []byte("warmup"),
+			Headers: []kgo.RecordHeader{{Key: warmupHeader, Value: []byte("1")}}})
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		return fmt.Errorf("bench: warm-up: %w", err)
+	}
+	return nil
 }
 
 // newWriter is the input writer: franz-go's idempotent producer, acks=all,

@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -308,7 +309,7 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeakRSS(nil)
-	stopProfile := b.startProfile(p, v, rep)
+	stopProfile := b.startProfile(p, v, PhaseThroughput, rep)
 
 	rctx, cancel := context.WithTimeout(ctx, b.cfg.RunTimeout)
 	defer cancel()
@@ -436,6 +437,42 @@ func (b *bench) waitReady(ctx context.Context, running Running, app, inTopic str
 	}
 }
 
+// waitCommitted waits until the group has committed through the input's
+// end with at least min records on every partition.
+func (b *bench) waitCommitted(ctx context.Context, running Running, app, inTopic string, min int64) error {
+	var ends map[int32]int64
+	last := map[int32]int64{}
+	for {
+		var err error
+		if ends == nil {
+			ends, err = endOffsets(ctx, b.adm, inTopic)
+		}
+		if err == nil {
+			_, err = committed(ctx, b.adm, app, inTopic, last)
+		}
+		done := err == nil && len(ends) == b.cfg.Partitions
+		for p, e := range ends {
+			if last[p] < e || last[p] < min {
+				done = false
+			}
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			var c int64
+			for _, v := range last {
+				c += v
+			}
+			return fmt.Errorf("not caught up within %v: committed %d of the input (%v)", b.cfg.RunTimeout, c, ctx.Err())
+		case <-running.Done():
+			return errors.New("the variant stopped by itself")
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
 // latencyRun: start the variant on empty topics, wait until it owns every
 // partition, write the input at a steady rate and measure each record's
 // delay to a read_committed reader of the output.
@@ -481,7 +518,15 @@ func (b *bench) latencyRun(ctx context.Context, p Point, wl Workload, v Variant,
 	if err := b.waitReady(rctx, running, app, inTopic); err != nil {
 		return fail(err)
 	}
-	time.Sleep(200 * time.Millisecond) // the members' first fetches are out
+	// Ready means consuming and committing on every partition (after any
+	// restore), not just a member of a stable group: one warm-up record per
+	// partition must be committed before the measured input is written.
+	if err := warmup(rctx, b.env.Brokers, inTopic, b.cfg.Partitions); err != nil {
+		return fail(err)
+	}
+	if err := b.waitCommitted(rctx, running, app, inTopic, 1); err != nil {
+		return fail(fmt.Errorf("warm-up: %w", err))
+	}
 	r, err := startOutputReader(rctx, b.env.Brokers, outTopic, true)
 	if err != nil {
 		return fail(err)
@@ -491,6 +536,8 @@ func (b *bench) latencyRun(ctx context.Context, p Point, wl Workload, v Variant,
 		r.stop()
 		return fail(err)
 	}
+	stopProfile := b.startProfile(p, v, PhaseLatency, rep)
+	defer stopProfile()
 	handed, err := write(rctx, w, in, rate)
 	w.Close()
 	if err != nil {
@@ -498,22 +545,11 @@ func (b *bench) latencyRun(ctx context.Context, p Point, wl Workload, v Variant,
 		return fail(err)
 	}
 	m.AchievedRate = float64(in.Len()) / handed.Seconds()
-	last := map[int32]int64{}
-	for {
-		c, err := committed(rctx, b.adm, app, inTopic, last)
-		if err == nil && c >= int64(in.Len()) {
-			break
-		}
-		select {
-		case <-rctx.Done():
-			r.stop()
-			return fail(fmt.Errorf("not caught up within %v: committed %d of %d", b.cfg.RunTimeout, c, in.Len()))
-		case <-running.Done():
-			r.stop()
-			return fail(errors.New("the variant stopped by itself"))
-		case <-time.After(pollEvery):
-		}
+	if err := b.waitCommitted(rctx, running, app, inTopic, 0); err != nil {
+		r.stop()
+		return fail(err)
 	}
+	stopProfile()
 	if err := b.check(ctx, &m, wl, v, in, outTopic, r); err != nil {
 		return fail(err)
 	}
@@ -527,10 +563,11 @@ func (b *bench) latencyRun(ctx context.Context, p Point, wl Workload, v Variant,
 	return m
 }
 
-// startProfile starts a CPU profile of the first throughput run of
-// onceflow at each point, when asked, and returns what ends it (and writes
-// the allocation profiles before and after, for pprof -diff_base).
-func (b *bench) startProfile(p Point, v Variant, rep int) func() {
+// startProfile starts a CPU profile of the first run of onceflow (and of
+// the sarama loop) in each phase at each point, when asked, and returns
+// what ends it (and writes the allocation profiles before and after, for
+// pprof -diff_base).
+func (b *bench) startProfile(p Point, v Variant, phase string, rep int) func() {
 	if b.cfg.ProfileDir == "" || rep != 0 {
 		return func() {}
 	}
@@ -544,6 +581,9 @@ func (b *bench) startProfile(p Point, v Variant, rep int) func() {
 		name += fmt.Sprintf("-%dB", p.ValueSize)
 	}
 	name = filepath.Join(b.cfg.ProfileDir, name+"-"+v.Name())
+	if phase != PhaseThroughput {
+		name += "-" + phase
+	}
 	if err := os.MkdirAll(b.cfg.ProfileDir, 0o755); err != nil {
 		b.log.Warn("profile", "error", err)
 		return func() {}
@@ -568,10 +608,13 @@ func (b *bench) startProfile(p Point, v Variant, rep int) func() {
 		b.log.Warn("profile", "error", err)
 		return func() {}
 	}
+	var once sync.Once
 	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-		writeAllocs(name + "-allocs.pprof")
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+			writeAllocs(name + "-allocs.pprof")
+		})
 	}
 }
 
