@@ -14,8 +14,9 @@
 // Throughput runs write the whole input first and then start the variant's
 // replicas. The clock starts at the first committed offset the harness sees
 // (it reads the group's committed offsets on the input every 20 ms) and stops
-// when the committed offsets reach the input's end: records/s = records
-// committed in between / time in between. Start-up (process start, group
+// at the commit before the one that reaches the input's end (that last
+// transaction holds the remainder, committed only when the interval is up):
+// records/s = records committed in between / time in between. Start-up (process start, group
 // join, assignment, restore, the first fetch) is outside the window, and so
 // is any input writer: the replicas have the machine to themselves. Writing
 // first and starting the replicas before writing were both possible; writing

@@ -327,19 +327,17 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 		cpu0 = 0 // a new process: all of its time is the run's
 	}
 	last := map[int32]int64{}
-	var first, end *sample
+	var steps []sample // every look that saw the committed offsets move
 	var runErr error
-	for end == nil && runErr == nil {
+	for runErr == nil {
 		c, err := committed(rctx, b.adm, app, inTopic, last)
-		s := &sample{at: time.Now(), committed: c, cpu: cpuTime(pids)}
-		switch {
-		case err != nil && rctx.Err() == nil:
+		if err != nil && rctx.Err() == nil {
 			b.log.Debug("fetch offsets", "error", err)
-		case first == nil && c > 0:
-			first = s
+		}
+		if c > 0 && (len(steps) == 0 || c > steps[len(steps)-1].committed) {
+			steps = append(steps, sample{at: time.Now(), committed: c, cpu: cpuTime(pids)})
 		}
 		if c >= total {
-			end = s
 			break
 		}
 		select {
@@ -363,17 +361,14 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 	if stopErr != nil {
 		return fail(stopErr)
 	}
-	start := first
-	if start == nil || end.committed-start.committed < total/10 || !end.at.After(start.at) {
-		start = &sample{at: began, committed: 0, cpu: cpu0}
-		m.WindowFromStart = true
-	}
-	window := end.at.Sub(start.at)
-	n := end.committed - start.committed
+	start, stop, fromStart := throughputWindow(steps, sample{at: began, cpu: cpu0}, total)
+	window := stop.at.Sub(start.at)
+	n := stop.committed - start.committed
+	m.WindowFromStart = fromStart
 	m.WindowSec = window.Seconds()
 	m.RecordsPerSec = float64(n) / window.Seconds()
 	if n > 0 {
-		m.CPUSecPerMillion = (end.cpu - start.cpu).Seconds() / float64(n) * 1e6
+		m.CPUSecPerMillion = (stop.cpu - start.cpu).Seconds() / float64(n) * 1e6
 	}
 	m.PeakRSSMB = float64(rss) / (1 << 20)
 
@@ -381,6 +376,29 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 		return fail(err)
 	}
 	return m
+}
+
+// throughputWindow picks the window of a throughput run from the looks
+// that saw the committed offsets move (the last one at the input's end).
+// It starts at the first commit, so start-up is outside. It ends at the
+// commit before the last one when there are enough: the last transaction
+// holds whatever was left when the input ran out, and a variant commits
+// that remainder only when its commit interval is up, a wait that belongs
+// to the input's end, not to the variant's speed. With too few commits in
+// the window (less than a tenth of the input), it starts when the variant
+// was started instead (fromStart): start-up included.
+func throughputWindow(steps []sample, started sample, total int64) (start, stop sample, fromStart bool) {
+	enough := func(a, b sample) bool { return b.committed-a.committed >= total/10 && b.at.After(a.at) }
+	n := len(steps)
+	switch {
+	case n == 0:
+		return started, started, true
+	case n >= 3 && enough(steps[0], steps[n-2]):
+		return steps[0], steps[n-2], false
+	case n >= 2 && enough(steps[0], steps[n-1]):
+		return steps[0], steps[n-1], false
+	}
+	return started, steps[n-1], true
 }
 
 // check reads the output to its end (with r, or a new reader) and runs the

@@ -106,3 +106,37 @@ func TestHistogramQuantile(t *testing.T) {
 		})
 	}
 }
+
+func TestThroughputWindow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	started := sample{at: at(-2000)}
+	step := func(ms int, c int64) sample { return sample{at: at(ms), committed: c} }
+	for _, tc := range []struct {
+		name      string
+		steps     []sample
+		total     int64
+		wantStart time.Time
+		wantStop  time.Time
+		fromStart bool
+	}{
+		{"regular commits: the remainder's commit is left out",
+			[]sample{step(0, 100), step(100, 200), step(200, 300), step(350, 320)}, 320, at(0), at(200), false},
+		{"two commits: first to last",
+			[]sample{step(0, 100), step(500, 1000)}, 1000, at(0), at(500), false},
+		{"left-out remainder too big: first to last",
+			[]sample{step(0, 10), step(10, 20), step(900, 1000)}, 1000, at(0), at(900), false},
+		{"one commit: from the start",
+			[]sample{step(0, 1000)}, 1000, at(-2000), at(0), true},
+		{"too little after the first commit: from the start",
+			[]sample{step(0, 950), step(100, 1000)}, 1000, at(-2000), at(100), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start, stop, fromStart := throughputWindow(tc.steps, started, tc.total)
+			if !start.at.Equal(tc.wantStart) || !stop.at.Equal(tc.wantStop) || fromStart != tc.fromStart {
+				t.Errorf("window %v..%v (from start %v), want %v..%v (%v)",
+					start.at.Sub(t0), stop.at.Sub(t0), fromStart, tc.wantStart.Sub(t0), tc.wantStop.Sub(t0), tc.fromStart)
+			}
+		})
+	}
+}
