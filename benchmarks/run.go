@@ -246,22 +246,40 @@ func (b *bench) createTopics(ctx context.Context, topics ...string) error {
 	}
 }
 
-// cleanup deletes the run's topics and group.
+// cleanup deletes the run's topics (every topic under its prefix: inputs,
+// outputs, rejected, changelogs) and its group. It looks again after a
+// deletion: a topic a variant created late can be missing from the first
+// listing.
 func (b *bench) cleanup(prefix, app string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tds, err := b.adm.ListTopics(ctx)
-	if err == nil {
+	deleted := map[string]bool{}
+	for range 3 {
+		tds, err := b.adm.ListTopics(ctx)
+		if err != nil {
+			b.log.Warn("list topics", "error", err)
+			break
+		}
 		var del []string
 		for _, t := range tds.Names() {
-			if strings.HasPrefix(t, prefix) {
+			if strings.HasPrefix(t, prefix) && !deleted[t] {
 				del = append(del, t)
+				deleted[t] = true
 			}
 		}
-		if len(del) > 0 {
-			if _, err := b.adm.DeleteTopics(ctx, del...); err != nil {
-				b.log.Warn("delete topics", "error", err)
-			}
+		if len(del) == 0 {
+			break
+		}
+		resp, err := b.adm.DeleteTopics(ctx, del...)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			b.log.Warn("delete topics", "topics", del, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(300 * time.Millisecond):
 		}
 	}
 	_, _ = b.adm.DeleteGroups(ctx, app)
