@@ -323,7 +323,13 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 	if err != nil {
 		return fail(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if m.Error == "" {
+			os.RemoveAll(dir)
+		} else {
+			m.Error += " (state and logs kept in " + dir + ")"
+		}
+	}()
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeakRSS(nil)
@@ -530,7 +536,13 @@ func (b *bench) latencyRun(ctx context.Context, p Point, wl Workload, v Variant,
 	if err != nil {
 		return fail(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if m.Error == "" {
+			os.RemoveAll(dir)
+		} else {
+			m.Error += " (state and logs kept in " + dir + ")"
+		}
+	}()
 	runtime.GC()
 	debug.FreeOSMemory()
 
