@@ -55,7 +55,8 @@ type Config struct {
 	// CommitInterval: how often a transaction commits. Default 100 ms.
 	CommitInterval time.Duration
 	// CommitRecords: commit early after this many consumed records.
-	// Default 10000.
+	// Default 50000: a bound on a transaction's size, rarely reached at the
+	// default interval.
 	CommitRecords int
 	// SessionTimeout of the group membership. Default 10 s.
 	SessionTimeout time.Duration
@@ -138,7 +139,7 @@ func (c Config) withDefaults() Config {
 		c.CommitInterval = 100 * time.Millisecond
 	}
 	if c.CommitRecords == 0 {
-		c.CommitRecords = 10000
+		c.CommitRecords = 50000
 	}
 	if c.Guarantee == "" {
 		c.Guarantee = ExactlyOnce

@@ -100,12 +100,16 @@ type driver struct {
 	state       *taskState
 	changesSent int
 	streamTime  map[statestore.Task]time.Time
+
+	deadline *time.Timer
 }
 
 func (d *driver) run() {
-	interval := d.e.cfg.CommitInterval
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+	// The deadline of the open transaction: one commit interval after it
+	// began (armed by begin, so a transaction never runs longer).
+	d.deadline = time.NewTimer(time.Hour)
+	d.deadline.Stop()
+	defer d.deadline.Stop()
 	for {
 		select {
 		case b := <-d.batches:
@@ -116,8 +120,8 @@ func (d *driver) run() {
 			if d.open && d.records >= d.e.cfg.CommitRecords {
 				d.commit()
 			}
-		case <-tick.C:
-			if d.open && !d.failed && time.Since(d.started) >= interval/2 {
+		case <-d.deadline.C:
+			if d.open && !d.failed {
 				d.commit()
 			}
 		case <-d.finish:
@@ -150,6 +154,7 @@ func (d *driver) begin() bool {
 	}
 	d.open = true
 	d.started = time.Now()
+	d.deadline.Reset(d.e.cfg.CommitInterval)
 	return true
 }
 
@@ -418,6 +423,7 @@ func (d *driver) commitTxn() error {
 }
 
 func (d *driver) reset() {
+	d.deadline.Stop()
 	d.open = false
 	d.records = 0
 	clear(d.offsets)
