@@ -45,7 +45,7 @@ func (db *DB) Restore(store string, task Task, records []Change, next int64) err
 	for i, r := range records {
 		key = append(key[:len(prefix)], r.Key...)
 		var err error
-		if ikey, err = db.write(b, st, key, r.Value, r.Tombstone, ikey); err != nil {
+		if ikey, err = db.write(b, st, key, r.Value, r.Tombstone, false, ikey); err != nil {
 			return fmt.Errorf("statestore: restore %s record %d: %w", st, i, err)
 		}
 	}

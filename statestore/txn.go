@@ -3,6 +3,7 @@ package statestore
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -90,7 +91,7 @@ func (t *Txn) Put(store string, task Task, key, value []byte) error {
 	if err != nil {
 		return err
 	}
-	return t.stage(st, key, value, false)
+	return t.stage(st, key, value, false, false)
 }
 
 // Delete stages the deletion of key in store's keyspace of task and records a
@@ -101,13 +102,15 @@ func (t *Txn) Delete(store string, task Task, key []byte) error {
 	if err != nil {
 		return err
 	}
-	return t.stage(st, key, nil, true)
+	return t.stage(st, key, nil, true, false)
 }
 
-func (t *Txn) stage(st StoreTask, key, value []byte, tombstone bool) error {
+// stage writes one key; absent says the caller knows the key has no value
+// in this transaction's view (a dedup store then skips reading it back).
+func (t *Txn) stage(st StoreTask, key, value []byte, tombstone, absent bool) error {
 	t.key = append(appendPrefix(t.key[:0], kindData, st), key...)
 	var err error
-	t.ikey, err = t.db.write(t.b, st, t.key, value, tombstone, t.ikey)
+	t.ikey, err = t.db.write(t.b, st, t.key, value, tombstone, absent, t.ikey)
 	if err != nil {
 		return err
 	}
@@ -224,10 +227,10 @@ func (t *Txn) finish() {
 // in step (reading the previous value through b, which must then be an
 // indexed batch). dataKey is the full Pebble key. ikey is scratch space,
 // returned for reuse.
-func (db *DB) write(b *pebble.Batch, st StoreTask, dataKey, value []byte, tombstone bool, ikey []byte) ([]byte, error) {
+func (db *DB) write(b *pebble.Batch, st StoreTask, dataKey, value []byte, tombstone, absent bool, ikey []byte) ([]byte, error) {
 	if db.dedup[st.Store] {
 		var err error
-		if ikey, err = db.reindex(b, st, dataKey, value, tombstone, ikey); err != nil {
+		if ikey, err = db.reindex(b, st, dataKey, value, tombstone, absent, ikey); err != nil {
 			return ikey, err
 		}
 	}
@@ -245,7 +248,7 @@ func (db *DB) write(b *pebble.Batch, st StoreTask, dataKey, value []byte, tombst
 
 // reindex moves the index entry of a dedup key from its previous first-seen
 // time to the new one (or removes it for a tombstone).
-func (db *DB) reindex(b *pebble.Batch, st StoreTask, dataKey, value []byte, tombstone bool, ikey []byte) ([]byte, error) {
+func (db *DB) reindex(b *pebble.Batch, st StoreTask, dataKey, value []byte, tombstone, absent bool, ikey []byte) ([]byte, error) {
 	eventID := dataKey[prefixLen(st):]
 	var newMs int64
 	if !tombstone {
@@ -255,7 +258,10 @@ func (db *DB) reindex(b *pebble.Batch, st StoreTask, dataKey, value []byte, tomb
 		}
 		newMs = e.FirstSeen.UnixMilli()
 	}
-	old, closer, err := b.Get(dataKey)
+	old, closer, err := []byte(nil), io.Closer(nil), pebble.ErrNotFound
+	if !absent {
+		old, closer, err = b.Get(dataKey)
+	}
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
 	case err != nil:

@@ -148,6 +148,7 @@ type op struct {
 	key     []byte
 	value   []byte // nil: delete
 	dedup   *statestore.DedupEntry
+	fresh   bool // a dedup entry for an id with none before
 	deleted bool
 }
 
@@ -250,7 +251,8 @@ func (ts *taskState) Dedup(store string, eventID []byte, hash [32]byte, eventTim
 	}
 	var prev statestore.DedupEntry
 	var seen bool
-	if o, ok := ts.lookup(store, eventID); ok {
+	o, inOverlay := ts.lookup(store, eventID)
+	if inOverlay {
 		if !o.deleted && o.dedup != nil {
 			prev, seen = *o.dedup, true
 		}
@@ -271,7 +273,7 @@ func (ts *taskState) Dedup(store string, eventID []byte, hash [32]byte, eventTim
 		return graph.DedupConflict, nil
 	}
 	entry := statestore.DedupEntry{FirstSeen: eventTime, Source: ts.d.source(), PayloadHash: hash}
-	ts.ov.ops = append(ts.ov.ops, op{store: store, key: slices.Clone(eventID), dedup: &entry})
+	ts.ov.ops = append(ts.ov.ops, op{store: store, key: slices.Clone(eventID), dedup: &entry, fresh: !seen && !inOverlay})
 	return graph.DedupNew, nil
 }
 
@@ -282,6 +284,8 @@ func (ts *taskState) flush() error {
 		switch {
 		case o.deleted:
 			err = ts.d.txn.Delete(o.store, ts.task, o.key)
+		case o.dedup != nil && o.fresh:
+			err = ts.d.txn.PutNewDedup(o.store, ts.task, o.key, *o.dedup)
 		case o.dedup != nil:
 			err = ts.d.txn.PutDedup(o.store, ts.task, o.key, *o.dedup)
 		default:
