@@ -293,12 +293,16 @@ type Replica struct {
 	err    error
 }
 
-// Config returns an engine configuration for app and instance with short
-// timeouts suited to tests.
+// Config returns an engine configuration for app and instance suited to
+// tests: a short rebalance timeout (a stalled member is evicted in 6 s) and
+// a frequent heartbeat, but a long transaction timeout, so that a loaded
+// machine (CI runs the race detector on 2 cores) does not time transactions
+// out and push the producer onto its error paths, where sarama itself has a
+// data race (see producer_errors_test.go).
 func (e *Env) Config(app, instance string) engine.Config {
 	return engine.Config{
 		Client:         kafka.Client{Brokers: e.Brokers, ClientID: instance},
-		Timeouts:       kafka.Timeouts{Session: 10 * time.Second, Rebalance: 6 * time.Second, Transaction: 8 * time.Second}.WithDefaults(),
+		Timeouts:       kafka.Timeouts{Session: 30 * time.Second, Rebalance: 6 * time.Second, Transaction: 25 * time.Second, Heartbeat: time.Second}.WithDefaults(),
 		AppID:          app,
 		InstanceID:     instance,
 		ExactlyOnce:    true,
