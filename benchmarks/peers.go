@@ -28,33 +28,13 @@ func (saramaVariant) ExactlyOnce() bool    { return true }
 func (saramaVariant) Available(*Env) error { return nil }
 
 func (saramaVariant) Start(ctx context.Context, spec RunSpec) (Running, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	r := &goRunning{cancel: cancel, done: make(chan struct{})}
-	var copiers []*saramapeer.Copier
-	for i := range spec.Replicas {
-		c, err := saramapeer.New(saramapeer.Config{Brokers: spec.Env.Brokers, Group: spec.App,
-			InstanceID: fmt.Sprintf("r%d", i+1), Input: spec.Input, Output: spec.Output, CommitInterval: spec.CommitInterval})
-		if err != nil {
-			cancel()
-			return nil, err
-		}
-		copiers = append(copiers, c)
-	}
-	r.stats = func() TxnStats {
-		var lat []time.Duration
-		var recs, txns int64
-		for _, c := range copiers {
-			s := c.Stats()
-			lat = append(lat, s.CommitLatencies...)
-			recs += s.Records
-			txns += s.Transactions
-		}
-		return txnStats(lat, recs, txns)
-	}
-	for _, c := range copiers {
-		r.goRun(ctx, c.Run)
-	}
-	return r, nil
+	return startCopiers(ctx, spec, func(instance string) (*saramapeer.Copier, error) {
+		return saramapeer.New(saramapeer.Config{Brokers: spec.Env.Brokers, Group: spec.App,
+			InstanceID: instance, Input: spec.Input, Output: spec.Output, CommitInterval: spec.CommitInterval})
+	}, func(c *saramapeer.Copier) copierStats {
+		s := c.Stats()
+		return copierStats{s.CommitLatencies, s.Records, s.Transactions}
+	})
 }
 
 // franzVariant is franz-go's GroupTransactSession copy loop.
@@ -65,12 +45,30 @@ func (franzVariant) ExactlyOnce() bool    { return true }
 func (franzVariant) Available(*Env) error { return nil }
 
 func (franzVariant) Start(ctx context.Context, spec RunSpec) (Running, error) {
+	return startCopiers(ctx, spec, func(instance string) (*franzpeer.Copier, error) {
+		return franzpeer.New(franzpeer.Config{Brokers: spec.Env.Brokers, Group: spec.App,
+			InstanceID: instance, Input: spec.Input, Output: spec.Output, CommitInterval: spec.CommitInterval})
+	}, func(c *franzpeer.Copier) copierStats {
+		s := c.Stats()
+		return copierStats{s.CommitLatencies, s.Records, s.Transactions}
+	})
+}
+
+// copierStats is what the harness reads of a Go peer's copy loop.
+type copierStats struct {
+	latencies    []time.Duration
+	records, txn int64
+}
+
+// startCopiers runs spec.Replicas copy loops of one Go peer, instances
+// r1, r2, ..., and sums their transaction figures.
+func startCopiers[C interface{ Run(context.Context) error }](ctx context.Context, spec RunSpec,
+	newCopier func(instance string) (C, error), stats func(C) copierStats) (Running, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &goRunning{cancel: cancel, done: make(chan struct{})}
-	var copiers []*franzpeer.Copier
+	var copiers []C
 	for i := range spec.Replicas {
-		c, err := franzpeer.New(franzpeer.Config{Brokers: spec.Env.Brokers, Group: spec.App,
-			InstanceID: fmt.Sprintf("r%d", i+1), Input: spec.Input, Output: spec.Output, CommitInterval: spec.CommitInterval})
+		c, err := newCopier(fmt.Sprintf("r%d", i+1))
 		if err != nil {
 			cancel()
 			return nil, err
@@ -81,10 +79,10 @@ func (franzVariant) Start(ctx context.Context, spec RunSpec) (Running, error) {
 		var lat []time.Duration
 		var recs, txns int64
 		for _, c := range copiers {
-			s := c.Stats()
-			lat = append(lat, s.CommitLatencies...)
-			recs += s.Records
-			txns += s.Transactions
+			s := stats(c)
+			lat = append(lat, s.latencies...)
+			recs += s.records
+			txns += s.txn
 		}
 		return txnStats(lat, recs, txns)
 	}
