@@ -292,6 +292,16 @@ type sample struct {
 	cpu       time.Duration
 }
 
+// keepOnFailure removes a run's state directory, or keeps it when the run
+// failed and says where.
+func keepOnFailure(m *Measurement, dir string) {
+	if m.Error == "" {
+		os.RemoveAll(dir)
+	} else {
+		m.Error += " (state and logs kept in " + dir + ")"
+	}
+}
+
 // throughputRun: write the input, start the variant, measure from its
 // first committed offset to its last.
 func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Variant, in Input, rep int) (m Measurement) {
@@ -323,13 +333,7 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 	if err != nil {
 		return fail(err)
 	}
-	defer func() {
-		if m.Error == "" {
-			os.RemoveAll(dir)
-		} else {
-			m.Error += " (state and logs kept in " + dir + ")"
-		}
-	}()
+	defer keepOnFailure(&m, dir)
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeakRSS(nil)
@@ -536,13 +540,7 @@ func (b *bench) latencyRun(ctx context.Context, p Point, wl Workload, v Variant,
 	if err != nil {
 		return fail(err)
 	}
-	defer func() {
-		if m.Error == "" {
-			os.RemoveAll(dir)
-		} else {
-			m.Error += " (state and logs kept in " + dir + ")"
-		}
-	}()
+	defer keepOnFailure(&m, dir)
 	runtime.GC()
 	debug.FreeOSMemory()
 
