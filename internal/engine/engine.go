@@ -24,7 +24,7 @@ import (
 
 // Header names the engine writes.
 const (
-	HeaderSource       = "onceflow-source"
+	HeaderSource       = kafka.SourceHeader
 	HeaderRejectReason = "onceflow-reject-reason"
 	HeaderRejectError  = "onceflow-reject-error"
 )

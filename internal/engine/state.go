@@ -24,7 +24,7 @@ type storeInfo struct {
 // changelogTopic names a store's changelog.
 func changelogTopic(app, store string) string { return app + "-" + store + "-changelog" }
 
-// stores lists the graph's stores.
+// storeInfos lists the graph's stores with their sub-topology and changelog.
 func (e *Engine) storeInfos() map[string]storeInfo {
 	out := map[string]storeInfo{}
 	for _, st := range e.g.SubTopologies {

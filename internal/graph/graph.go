@@ -302,15 +302,11 @@ func (c *Context) deliver(r Record) error {
 	}
 }
 
-// Run pushes one decoded record from source through the graph.
+// Run pushes one decoded record from source through a graph without
+// state (the runtime keeps a Context and calls its Run method).
 func Run(source *Node, in *Input, r Record, out Emitter) error {
-	return RunWithState(source, in, r, out, nil)
-}
-
-// RunWithState is Run with the task's state for stateful nodes.
-func RunWithState(source *Node, in *Input, r Record, out Emitter, st State) error {
 	var c Context
-	return c.Run(source, in, r, out, st)
+	return c.Run(source, in, r, out, nil)
 }
 
 // Run pushes one decoded record from source through the graph, reusing c

@@ -135,8 +135,8 @@ func base(c Client, t Timeouts) *sarama.Config {
 	return cfg
 }
 
-// ConsumerConfig is the sarama configuration of the group consumer.
-func consumerConfig(c Client, t Timeouts, instanceID string, exactlyOnce bool) *sarama.Config {
+// consumerConfig is the sarama configuration of the group consumer.
+func consumerConfig(c Client, t Timeouts, instanceID string) *sarama.Config {
 	cfg := base(c, t)
 	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
 	cfg.Consumer.Return.Errors = true

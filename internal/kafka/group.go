@@ -69,7 +69,7 @@ type Group struct {
 
 // NewGroup creates a member of groupID. Nothing joins until Consume.
 func NewGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int) (*Group, error) {
-	cfg := consumerConfig(c, t.WithDefaults(), instanceID, true)
+	cfg := consumerConfig(c, t.WithDefaults(), instanceID)
 	client, err := sarama.NewClient(c.Brokers, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: group client: %w", err)
