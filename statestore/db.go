@@ -24,6 +24,7 @@ type DB struct {
 	log    hclog.Logger
 	wo     *pebble.WriteOptions
 	dedup  map[string]bool
+	cache  *readCache // nil: off
 	closed atomic.Bool
 }
 
@@ -68,6 +69,10 @@ func openFS(dir string, fs vfs.FS, opts Options) (*DB, error) {
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
+	// State is small, hot and read point by point: blocks are kept
+	// uncompressed, so a read that misses the block cache costs a copy, not
+	// a decompression (Kafka Streams' RocksDB stores make the same choice).
+	popts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("statestore: open %q: %w", dir, err)
@@ -77,6 +82,12 @@ func openFS(dir string, fs vfs.FS, opts Options) (*DB, error) {
 		log:   log,
 		wo:    pebble.Sync,
 		dedup: make(map[string]bool, len(opts.DedupStores)),
+	}
+	switch {
+	case opts.ReadCacheEntries == 0:
+		db.cache = newReadCache(DefaultReadCacheEntries)
+	case opts.ReadCacheEntries > 0:
+		db.cache = newReadCache(opts.ReadCacheEntries)
 	}
 	if opts.NoSync {
 		db.wo = pebble.NoSync
@@ -235,6 +246,9 @@ func (db *DB) Wipe(store string, task Task) error {
 	if err := b.Commit(db.wo); err != nil {
 		return fmt.Errorf("statestore: wipe %s: %w", st, err)
 	}
+	if db.cache != nil {
+		db.cache.clear()
+	}
 	db.log.Info("wiped store task", "store", store, "task", task.String())
 	return nil
 }
@@ -247,7 +261,12 @@ type reader interface {
 
 // get reads prefix+key from r and returns a copy of the value.
 func get(r reader, prefix, key []byte) ([]byte, bool, error) {
-	v, closer, err := r.Get(append(prefix, key...))
+	return getKey(r, append(prefix, key...))
+}
+
+// getKey reads the full key from r and returns a copy of the value.
+func getKey(r reader, key []byte) ([]byte, bool, error) {
+	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}

@@ -40,6 +40,12 @@ type Options struct {
 	// twice the largest transaction. Default (0): DefaultMemTableSize.
 	MemTableSize int64
 
+	// ReadCacheEntries bounds the cache of committed values that Txn reads
+	// go through (recently read or written keys, and keys known absent):
+	// between one and two times this many entries are kept. Default (0):
+	// DefaultReadCacheEntries; negative: no cache.
+	ReadCacheEntries int
+
 	// DedupStores names the stores that hold DedupEntry values. For them,
 	// every write (Txn.Put, Txn.Delete, Txn.PutDedup, Txn.ExpireDedup and
 	// Restore) keeps the local expiry index in step, and a Put whose value

@@ -55,6 +55,14 @@ func (db *DB) Restore(store string, task Task, records []Change, next int64) err
 	if err := b.Commit(db.wo); err != nil {
 		return fmt.Errorf("statestore: restore %s: %w", st, err)
 	}
+	if db.cache != nil {
+		db.cache.forget(func(drop func(key []byte)) {
+			for _, r := range records {
+				key = append(key[:len(prefix)], r.Key...)
+				drop(key)
+			}
+		})
+	}
 	db.log.Debug("restored changelog records", "store", store, "task", task.String(), "records", len(records), "next_offset", next)
 	return nil
 }

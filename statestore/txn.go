@@ -1,6 +1,7 @@
 package statestore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -35,9 +36,17 @@ type Txn struct {
 	db      *DB
 	b       *pebble.Batch
 	changes []Change
+	staged  map[string]staged // the data keys written, by full Pebble key
 	done    bool
 	key     []byte // scratch for data keys
 	ikey    []byte // scratch for index keys
+}
+
+// staged is the last write of a data key in a Txn: reads find it here
+// before the committed state.
+type staged struct {
+	v         []byte // shares the Change's bytes
+	tombstone bool
 }
 
 // Begin starts a transaction. If the DB is closed, every method of the Txn
@@ -79,8 +88,32 @@ func (t *Txn) Get(store string, task Task, key []byte) (value []byte, ok bool, e
 	if err != nil {
 		return nil, false, err
 	}
-	t.key = appendPrefix(t.key[:0], kindData, st)
-	return get(t.b, t.key, key)
+	t.key = append(appendPrefix(t.key[:0], kindData, st), key...)
+	if w, ok := t.staged[string(t.key)]; ok {
+		if w.tombstone {
+			return nil, false, nil
+		}
+		return bytes.Clone(w.v), true, nil
+	}
+	// Every data key the batch holds is in staged, so what is not there is
+	// read from the committed state, through the read cache.
+	c := t.db.cache
+	if c == nil {
+		return getKey(t.db.pdb, t.key)
+	}
+	cv, hit, epoch := c.get(t.key)
+	if !hit {
+		v, ok, err := getKey(t.db.pdb, t.key)
+		if err != nil {
+			return nil, false, err
+		}
+		c.fill(t.key, v, ok, epoch)
+		cv = cachedValue{v: v, ok: ok}
+	}
+	if !cv.ok {
+		return nil, false, nil
+	}
+	return bytes.Clone(cv.v), true, nil
 }
 
 // Put stages key = value in store's keyspace of task and records the Change.
@@ -123,6 +156,10 @@ func (t *Txn) stage(st StoreTask, key, value []byte, tombstone, absent bool) err
 		copy(c.Value, value)
 	}
 	t.changes = append(t.changes, c)
+	if t.staged == nil {
+		t.staged = map[string]staged{}
+	}
+	t.staged[string(t.key)] = staged{v: c.Value, tombstone: tombstone}
 	return nil
 }
 
@@ -203,6 +240,13 @@ func (t *Txn) Apply(offsets map[StoreTask]int64) error {
 	if err := t.b.Commit(t.db.wo); err != nil {
 		return fmt.Errorf("statestore: apply: %w", err)
 	}
+	if c := t.db.cache; c != nil {
+		c.update(func(set func(key string, v []byte, ok bool)) {
+			for k, w := range t.staged {
+				set(k, w.v, !w.tombstone)
+			}
+		})
+	}
 	return nil
 }
 
@@ -217,6 +261,7 @@ func (t *Txn) Discard() {
 func (t *Txn) finish() {
 	t.done = true
 	t.changes = nil
+	t.staged = nil
 	if t.b != nil {
 		_ = t.b.Close() // only reports a batch already closed
 		t.b = nil
