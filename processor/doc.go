@@ -26,4 +26,7 @@
 //	onceflow_rebalances_total                sessions joined
 //	onceflow_rebalance_duration_seconds      time between sessions
 //	onceflow_assigned_partitions             input partitions owned
+//	onceflow_restored_records_total          changelog records replayed into state
+//	onceflow_restore_duration_seconds        time to restore one store of one task
+//	onceflow_state_changes_total{outcome}    state writes sent to changelogs, or collapsed
 package processor

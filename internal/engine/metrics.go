@@ -18,11 +18,14 @@ type Stats struct {
 	Restored            int64 // changelog records replayed into local state
 	Wipes               int64 // task stores wiped because the changelog no longer held their offset
 	Expired             int64 // dedup entries expired by event time
+	ChangelogRecords    int64 // state changes sent to changelogs
+	ChangesCollapsed    int64 // state changes not sent: a later write of the same key in the same chunk replaced them
 }
 
 // counters back Stats.
 type counters struct {
 	in, out, rejected, committed, aborted, recreated, sessions, restored, wipes, expired atomic.Int64
+	changelog, collapsed                                                                 atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -37,6 +40,8 @@ func (c *counters) snapshot() Stats {
 		Restored:            c.restored.Load(),
 		Wipes:               c.wipes.Load(),
 		Expired:             c.expired.Load(),
+		ChangelogRecords:    c.changelog.Load(),
+		ChangesCollapsed:    c.collapsed.Load(),
 	}
 }
 
@@ -56,6 +61,7 @@ type metrics struct {
 	commitFailures *prometheus.CounterVec
 	restored       prometheus.Counter
 	restoreTime    prometheus.Histogram
+	stateChanges   *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, error) {
@@ -91,10 +97,12 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 		restoreTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "onceflow_restore_duration_seconds",
 			Help: "Time to restore one store of one task.", ConstLabels: labels,
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
+		stateChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_state_changes_total",
+			Help: "State writes, by what became of them: sent to the changelog, or collapsed into a later write of the same key.", ConstLabels: labels}, []string{"outcome"}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.recordsIn, m.recordsOut, m.rejected, m.transactions, m.commitLatency,
-			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime} {
+			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -99,6 +99,7 @@ type driver struct {
 	txn         *statestore.Txn
 	state       *taskState
 	changesSent int
+	lastWrite   map[changeKey]int // scratch of produceChanges
 	streamTime  map[statestore.Task]time.Time
 
 	deadline *time.Timer
@@ -179,7 +180,7 @@ func (d *driver) process(b kafka.Batch) {
 		delete(d.outCounts, topic)
 	}
 	if d.txn != nil {
-		d.produceChanges()
+		d.produceChanges(false)
 	}
 	if err := d.p.Err(); err != nil {
 		e.m.commitFailures.WithLabelValues("produce").Inc()
@@ -332,7 +333,7 @@ func (d *driver) commit() {
 			d.fail("expire", err)
 			return
 		}
-		d.produceChanges()
+		d.produceChanges(true)
 	}
 	if e.cfg.ExactlyOnce {
 		if err := d.p.Err(); err != nil {

@@ -323,11 +323,34 @@ func (d *driver) observeTime(task statestore.Task, t time.Time) {
 	}
 }
 
-// produceChanges sends the transaction's new state changes to their
-// changelogs, tracked so their offsets are known at commit.
-func (d *driver) produceChanges() {
+// changelogChunk is how many staged changes the driver lets accumulate
+// before it produces them (it always produces the rest at commit). Within
+// a chunk only the last write of each key is sent: a hot key (a running
+// total) written by every record costs one changelog record per chunk, not
+// one per record. The transaction is atomic, so a restore never sees the
+// writes that were skipped, only the chunk's last value of the key.
+const changelogChunk = 4096
+
+// produceChanges sends the transaction's unsent state changes to their
+// changelogs, at commit (final) or once a chunk has accumulated.
+func (d *driver) produceChanges(final bool) {
 	changes := d.txn.Changes()
-	for _, c := range changes[d.changesSent:] {
+	chunk := changes[d.changesSent:]
+	if len(chunk) == 0 || !final && len(chunk) < changelogChunk {
+		return
+	}
+	if d.lastWrite == nil {
+		d.lastWrite = map[changeKey]int{}
+	}
+	clear(d.lastWrite)
+	for i, c := range chunk {
+		d.lastWrite[changeKey{c.Store, c.Task, string(c.Key)}] = i
+	}
+	collapsed := len(chunk) - len(d.lastWrite)
+	for i, c := range chunk {
+		if collapsed > 0 && d.lastWrite[changeKey{c.Store, c.Task, string(c.Key)}] != i {
+			continue
+		}
 		s := d.e.stores[c.Store]
 		var value []byte
 		if !c.Tombstone {
@@ -336,6 +359,17 @@ func (d *driver) produceChanges() {
 		d.p.Send(&kafka.Message{Topic: s.topic, Partition: c.Task.Partition, Key: c.Key, Value: value, Track: true, Timestamp: time.Now()})
 	}
 	d.changesSent = len(changes)
+	d.e.c.changelog.Add(int64(len(d.lastWrite)))
+	d.e.c.collapsed.Add(int64(collapsed))
+	d.e.m.stateChanges.WithLabelValues("sent").Add(float64(len(d.lastWrite)))
+	d.e.m.stateChanges.WithLabelValues("collapsed").Add(float64(collapsed))
+}
+
+// changeKey identifies a state key across stores and tasks.
+type changeKey struct {
+	store string
+	task  statestore.Task
+	key   string
 }
 
 // expireDedup removes, per task, dedup entries older than its stream time
