@@ -48,8 +48,12 @@ type Config struct {
 	// Default: 100.
 	ValueSizes []int
 	// CommitRecords is onceflow's early commit after that many records.
-	// Default 0: the engine's default (10000).
+	// Default 0: the engine's default.
 	CommitRecords int
+	// Warmup is the records of one unmeasured throughput run of the first
+	// variant before the first measured run (a broker that just started is
+	// slow until its JIT has compiled the hot paths). Default 0: none.
+	Warmup int
 	// Rate (records/s) of the latency runs, written at a steady pace.
 	// Default 0: half the median maximum throughput of onceflow exactly-once
 	// at the same sweep point. Negative: no latency runs.
@@ -114,6 +118,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.Variants) > 0 && !slices.Contains(c.Variants, "eos") && c.Rate == 0 {
 		errs = append(errs, errors.New("bench: without the eos variant the latency runs need a rate (or -1: none)"))
+	}
+	if c.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("bench: warm-up records %d is negative", c.Warmup))
 	}
 	if c.CommitRecords < 0 {
 		errs = append(errs, fmt.Errorf("bench: commit records %d is negative", c.CommitRecords))

@@ -42,11 +42,11 @@ func TestConfigValidate(t *testing.T) {
 	if err := (Config{}).Validate(); err != nil {
 		t.Fatalf("zero config: %v", err)
 	}
-	err := Config{Workloads: []string{"copy", "nope"}, Records: -1, Replicas: 99, CommitIntervals: []time.Duration{0}, ValueSizes: []int{-5}}.Validate()
+	err := Config{Workloads: []string{"copy", "nope"}, Records: -1, Replicas: 99, CommitIntervals: []time.Duration{0}, ValueSizes: []int{-5}, Warmup: -3}.Validate()
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
-	for _, want := range []string{`unknown workload "nope"`, "records -1", "replicas 99", "commit interval 0s", "value size -5"} {
+	for _, want := range []string{`unknown workload "nope"`, "records -1", "replicas 99", "commit interval 0s", "value size -5", "warm-up records -3"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -111,6 +111,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		runs += phases * cfg.Repeats * len(pl.variants)
 		plans = append(plans, pl)
 	}
+	warmup := cfg.Warmup > 0 && len(plans) > 0 && len(plans[0].variants) > 0
+	if warmup {
+		runs++
+	}
 	if cfg.Progress != nil {
 		b.bar = progressbar.NewOptions(runs,
 			progressbar.OptionSetWriter(cfg.Progress),
@@ -123,6 +127,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer b.bar.Exit()
 	}
 
+	if warmup {
+		// A broker that just started runs its first minute interpreted:
+		// the first measured run would pay for its JIT compilation.
+		pl := plans[0]
+		in, err := pl.wl.Input(cfg.Warmup, pl.p.ValueSize)
+		if err != nil {
+			return nil, err
+		}
+		m := b.throughputRun(ctx, pl.p, pl.wl, pl.variants[0], in, -1)
+		if m.Error != "" {
+			b.log.Warn("warm-up run failed; measuring anyway", "error", m.Error)
+		}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("warm-up: one unmeasured %s %s run of %d records before the first measured run", pl.p, pl.variants[0].Name(), cfg.Warmup))
+	}
 	for _, pl := range plans {
 		in, err := pl.wl.Input(cfg.Records, pl.p.ValueSize)
 		if err != nil {
@@ -202,6 +220,10 @@ func (b *bench) names(p Point, v Variant) (prefix, app, in, out string) {
 
 func (b *bench) step(p Point, v Variant, phase string, rep int) {
 	if b.bar != nil {
+		if rep < 0 {
+			b.bar.Describe(fmt.Sprintf("%s %s warm-up", p, v.Name()))
+			return
+		}
 		b.bar.Describe(fmt.Sprintf("%s %s %s %d/%d", p, v.Name(), phase, rep+1, b.cfg.Repeats))
 	}
 }

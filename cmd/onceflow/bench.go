@@ -21,6 +21,7 @@ type BenchCmd struct {
 	Repeats        int             `name:"repeats" default:"2" help:"Runs of each variant per point, alternated (EOS, ALOS, peers, EOS, ...); figures are medians."`
 	Rate           int             `name:"rate" default:"0" help:"Records/s of the latency runs, written at a steady rate (0: half the measured exactly-once maximum)."`
 	NoLatency      bool            `name:"no-latency" help:"Skip the latency runs (throughput only)."`
+	Warmup         int             `name:"warmup" default:"200000" help:"Records of one unmeasured run before the first measured one, so a freshly started broker is warm (0: none)."`
 	CommitRecords  int             `name:"commit-records" default:"0" help:"onceflow's early commit after this many records (0: the engine's default)."`
 	Peers          bool            `name:"peers" help:"Also run the peers: sarama's transactional copy loop (the client's floor), franz-go's GroupTransactSession loop, and Kafka Streams (only with --brokers)."`
 	Variants       []string        `name:"variants" help:"Run only these variants, comma-separated (eos, alos, sarama, franz, kstreams_eos, kstreams_alos)."`
@@ -63,6 +64,7 @@ func (c *BenchCmd) Run(env *Env) error {
 		CommitIntervals: c.CommitInterval,
 		ValueSizes:      c.ValueSize,
 		CommitRecords:   c.CommitRecords,
+		Warmup:          c.Warmup,
 		Rate:            rate,
 		Peers:           c.Peers,
 		Variants:        splitList(c.Variants),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -19,7 +20,7 @@ func TestBenchJSON(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := t.TempDir()
-	code, stdout, stderr := cli(t, ctx, "bench", "--records", "2000", "--repeats", "1", "--json", "--no-progress", "--out", out)
+	code, stdout, stderr := cli(t, ctx, "bench", "--records", "2000", "--repeats", "1", "--warmup", "500", "--json", "--no-progress", "--out", out)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
@@ -29,6 +30,9 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if rep["workload"] != "copy" || rep["broker"] != "embedded" {
 		t.Errorf("workload %v, broker %v", rep["workload"], rep["broker"])
+	}
+	if notes, _ := json.Marshal(rep["notes"]); !strings.Contains(string(notes), "warm-up: one unmeasured copy") {
+		t.Errorf("notes %s do not mention the warm-up run", notes)
 	}
 	if r, ok := rep["eos_over_alos"].(float64); !ok || r <= 0 {
 		t.Errorf("eos_over_alos = %v", rep["eos_over_alos"])
