@@ -20,6 +20,7 @@ const (
 	DefaultValueSize      = 100
 	DefaultCommitInterval = 100 * time.Millisecond
 	DefaultRunTimeout     = 10 * time.Minute
+	DefaultLatencyWindow  = 20 * time.Second
 )
 
 // Config configures one benchmark run: every point of the sweep, every
@@ -69,12 +70,20 @@ type Config struct {
 	KStreamsJar string
 	// Root is the repository root, where benchmarks/peers/ lives. Default ".".
 	Root string
+	// LatencyWindow bounds how long a latency run writes: it writes
+	// min(Records, rate × LatencyWindow) records (a workload input of its
+	// own, with its own truth), so a slow workload's latency run does not
+	// take Records/rate. Default DefaultLatencyWindow.
+	LatencyWindow time.Duration
 	// RunTimeout bounds one run (writing excluded). Default 10 minutes.
 	RunTimeout time.Duration
 	// ProfileDir receives a CPU and an allocation profile of the first
 	// throughput run of onceflow exactly-once at each sweep point. Default:
 	// no profiles.
 	ProfileDir string
+	// OnPoint, when set, is called with the report so far after each sweep
+	// point is measured (a long sweep's results survive an interruption).
+	OnPoint func(*Report)
 	// Progress receives a progress bar. Default nil: none.
 	Progress io.Writer
 	// Logger receives the harness's log lines. Default: none.
@@ -125,6 +134,9 @@ func (c Config) Validate() error {
 	if c.CommitRecords < 0 {
 		errs = append(errs, fmt.Errorf("bench: commit records %d is negative", c.CommitRecords))
 	}
+	if c.LatencyWindow < 0 {
+		errs = append(errs, fmt.Errorf("bench: latency window %v is negative", c.LatencyWindow))
+	}
 	if c.RunTimeout < 0 {
 		errs = append(errs, fmt.Errorf("bench: run timeout %v is negative", c.RunTimeout))
 	}
@@ -155,6 +167,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Root == "" {
 		c.Root = "."
+	}
+	if c.LatencyWindow == 0 {
+		c.LatencyWindow = DefaultLatencyWindow
 	}
 	if c.RunTimeout == 0 {
 		c.RunTimeout = DefaultRunTimeout

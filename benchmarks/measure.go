@@ -269,9 +269,9 @@ func (r *outputReader) stop() (int64, []time.Duration) {
 }
 
 // warmupHeader marks the records a latency run writes before its input to
-// see the variant consume and commit on every partition. They are not
-// counted or timed. Their value is not JSON, so the orders workload rejects
-// them; the copy workload copies them with their headers.
+// see the variant consume and commit on every partition, through the whole
+// topology (Workload.WarmupRecord). They are not counted or timed: their
+// outputs keep the header, and the output reader skips them.
 const warmupHeader = "onceflow-bench-warmup"
 
 func isWarmup(r *kgo.Record) bool {
@@ -284,7 +284,7 @@ func isWarmup(r *kgo.Record) bool {
 }
 
 // warmup writes one warm-up record to each partition of topic.
-func warmup(ctx context.Context, brokers []string, topic string, partitions int) error {
+func warmup(ctx context.Context, brokers []string, topic string, partitions int, wl Workload) error {
 	cl, err := kgo.NewClient(append(clientcfg.Options(brokers, "onceflow-bench-warmup", nil),
 		kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
@@ -293,8 +293,10 @@ func warmup(ctx context.Context, brokers []string, topic string, partitions int)
 	defer cl.Close()
 	var rs []*kgo.Record
 	for p := range partitions {
-		rs = append(rs, &kgo.Record{Partition: int32(p), Key: []byte("warmup"), Value: []byte("warmup"),
-			Headers: []kgo.RecordHeader{{Key: warmupHeader, Value: []byte("1")}}})
+		r := wl.WarmupRecord(p)
+		r.Partition = int32(p)
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: warmupHeader, Value: []byte("1")})
+		rs = append(rs, r)
 	}
 	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
 		return fmt.Errorf("bench: warm-up: %w", err)

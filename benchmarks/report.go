@@ -44,6 +44,7 @@ type Measurement struct {
 	MaxMs        float64 `json:"max_ms,omitempty"`
 
 	Txn           *TxnStats `json:"txn,omitempty"`
+	InputRecords  int       `json:"input_records"`
 	OutputRecords int64     `json:"output_records"`
 	Check         string    `json:"check"` // "ok" or what is wrong
 	Error         string    `json:"error,omitempty"`

@@ -169,16 +169,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if rate < 1 {
 				rate = 1000
 			}
+			latIn := in
+			if n := max(int(rate*cfg.LatencyWindow.Seconds()), 1000); n < in.Len() {
+				if latIn, err = pl.wl.Input(n, pl.p.ValueSize); err != nil {
+					return nil, err
+				}
+			}
 			for rep := range cfg.Repeats {
 				for _, v := range pl.variants {
 					if ctx.Err() != nil {
 						return nil, ctx.Err()
 					}
-					ms = append(ms, b.latencyRun(ctx, pl.p, pl.wl, v, in, rep, int(rate)))
+					ms = append(ms, b.latencyRun(ctx, pl.p, pl.wl, v, latIn, rep, int(rate)))
 				}
 			}
 		}
 		rep.Sweep = append(rep.Sweep, summarize(pl.p, in.Len(), ms, pl.skipped))
+		if cfg.OnPoint != nil {
+			cfg.OnPoint(rep)
+		}
 	}
 	short := 0
 	for _, r := range rep.Sweep {
@@ -329,7 +338,7 @@ func keepOnFailure(m *Measurement, dir string) {
 func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Variant, in Input, rep int) (m Measurement) {
 	b.step(p, v, PhaseThroughput, rep)
 	defer b.done()
-	m = Measurement{Variant: v.Name(), Phase: PhaseThroughput, Repeat: rep}
+	m = Measurement{Variant: v.Name(), Phase: PhaseThroughput, Repeat: rep, InputRecords: in.Len()}
 	prefix, app, inTopic, outTopic := b.names(p, v)
 	defer b.cleanup(prefix, app)
 	fail := func(err error) Measurement {
@@ -547,7 +556,7 @@ func (b *bench) waitCommitted(ctx context.Context, running Running, app, inTopic
 func (b *bench) latencyRun(ctx context.Context, p Point, wl Workload, v Variant, in Input, rep int, rate int) (m Measurement) {
 	b.step(p, v, PhaseLatency, rep)
 	defer b.done()
-	m = Measurement{Variant: v.Name(), Phase: PhaseLatency, Repeat: rep, Rate: float64(rate)}
+	m = Measurement{Variant: v.Name(), Phase: PhaseLatency, Repeat: rep, Rate: float64(rate), InputRecords: in.Len()}
 	prefix, app, inTopic, outTopic := b.names(p, v)
 	defer b.cleanup(prefix, app)
 	fail := func(err error) Measurement {
@@ -589,7 +598,7 @@ func (b *bench) latencyRun(ctx context.Context, p Point, wl Workload, v Variant,
 	// Ready means consuming and committing on every partition (after any
 	// restore), not just a member of a stable group: one warm-up record per
 	// partition must be committed before the measured input is written.
-	if err := warmup(rctx, b.env.Brokers, inTopic, b.cfg.Partitions); err != nil {
+	if err := warmup(rctx, b.env.Brokers, inTopic, b.cfg.Partitions, wl); err != nil {
 		return fail(err)
 	}
 	if err := b.waitCommitted(rctx, running, app, inTopic, 1); err != nil {

@@ -29,6 +29,12 @@ type Workload interface {
 	Topology(input, output string) *topology.Topology
 	// Peers are the other systems that run the same workload.
 	Peers() []Variant
+	// WarmupRecord is a record a latency run writes to partition before
+	// its input (the harness adds the warm-up header): it must take the
+	// topology's whole path, every store and every output topic, so the
+	// measured records meet no first-use costs (metadata, the first
+	// AddPartitionsToTxn of each changelog partition).
+	WarmupRecord(partition int) *kgo.Record
 	// Check compares what one run left on the output topic with what the
 	// input should give: exactly that with exactly-once, at least that
 	// without.
@@ -96,6 +102,10 @@ func (copyWorkload) Peers() []Variant {
 	return []Variant{saramaVariant{}, franzVariant{}, kstreamsVariant{exactlyOnce: true}, kstreamsVariant{}}
 }
 
+func (copyWorkload) WarmupRecord(int) *kgo.Record {
+	return &kgo.Record{Key: []byte("warmup"), Value: []byte("warmup")}
+}
+
 func (copyWorkload) Check(in Input, out Output, exactlyOnce bool) error {
 	return checkCount(int64(in.Len()), out.Records, exactlyOnce)
 }
@@ -156,6 +166,17 @@ func (ordersWorkload) Input(records, _ int) (Input, error) {
 
 func (ordersWorkload) Topology(input, output string) *topology.Topology {
 	return orders.Topology(input, output)
+}
+
+// WarmupRecord is a valid event of its own order and customer, so it is
+// deduplicated, versioned and totalled like any other.
+func (ordersWorkload) WarmupRecord(partition int) *kgo.Record {
+	id := "warmup-" + strconv.Itoa(partition)
+	v := fmt.Appendf(nil, `{"event_id":%q,"order_id":%q,"customer":%q,"amount":0,"version":1}`, id, id, id)
+	return &kgo.Record{Key: []byte(id), Value: v, Headers: []kgo.RecordHeader{
+		{Key: gen.HeaderEventID, Value: []byte(id)},
+		{Key: gen.HeaderVersion, Value: []byte("1")},
+	}}
 }
 
 func (ordersWorkload) Peers() []Variant {

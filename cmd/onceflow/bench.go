@@ -21,6 +21,7 @@ type BenchCmd struct {
 	Repeats        int             `name:"repeats" default:"2" help:"Runs of each variant per point, alternated (EOS, ALOS, peers, EOS, ...); figures are medians."`
 	Rate           int             `name:"rate" default:"0" help:"Records/s of the latency runs, written at a steady rate (0: half the measured exactly-once maximum)."`
 	NoLatency      bool            `name:"no-latency" help:"Skip the latency runs (throughput only)."`
+	LatencyWindow  time.Duration   `name:"latency-window" default:"20s" help:"A latency run writes at its rate for at most this long (min(--records, rate × window) records)."`
 	Warmup         int             `name:"warmup" default:"200000" help:"Records of one unmeasured run before the first measured one, so a freshly started broker is warm (0: none)."`
 	CommitRecords  int             `name:"commit-records" default:"0" help:"onceflow's early commit after this many records (0: the engine's default)."`
 	Peers          bool            `name:"peers" help:"Also run the peers: sarama's transactional copy loop (the client's floor), franz-go's GroupTransactSession loop, and Kafka Streams (only with --brokers)."`
@@ -65,6 +66,7 @@ func (c *BenchCmd) Run(env *Env) error {
 		ValueSizes:      c.ValueSize,
 		CommitRecords:   c.CommitRecords,
 		Warmup:          c.Warmup,
+		LatencyWindow:   c.LatencyWindow,
 		Rate:            rate,
 		Peers:           c.Peers,
 		Variants:        splitList(c.Variants),
@@ -72,7 +74,15 @@ func (c *BenchCmd) Run(env *Env) error {
 		RunTimeout:      c.RunTimeout,
 		ProfileDir:      c.Profile,
 		Progress:        progress,
-		Logger:          env.Logger,
+		OnPoint: func(rep *benchmarks.Report) {
+			if c.Out == "" {
+				return
+			}
+			if err := benchmarks.WriteOut(rep, c.Out); err != nil {
+				env.Logger.Warn("writing the results so far", "error", err)
+			}
+		},
+		Logger: env.Logger,
 	})
 	if err != nil {
 		return err

@@ -180,7 +180,7 @@ func (d *driver) process(b kafka.Batch) {
 		delete(d.outCounts, topic)
 	}
 	if d.txn != nil {
-		d.produceChanges(false)
+		d.produceChanges()
 	}
 	if err := d.p.Err(); err != nil {
 		e.m.commitFailures.WithLabelValues("produce").Inc()
@@ -333,7 +333,7 @@ func (d *driver) commit() {
 			d.fail("expire", err)
 			return
 		}
-		d.produceChanges(true)
+		d.produceChanges()
 	}
 	if e.cfg.ExactlyOnce {
 		if err := d.p.Err(); err != nil {

@@ -323,20 +323,19 @@ func (d *driver) observeTime(task statestore.Task, t time.Time) {
 	}
 }
 
-// changelogChunk is how many staged changes the driver lets accumulate
-// before it produces them (it always produces the rest at commit). Within
-// a chunk only the last write of each key is sent: a hot key (a running
-// total) written by every record costs one changelog record per chunk, not
-// one per record. The transaction is atomic, so a restore never sees the
-// writes that were skipped, only the chunk's last value of the key.
-const changelogChunk = 4096
-
 // produceChanges sends the transaction's unsent state changes to their
-// changelogs, at commit (final) or once a chunk has accumulated.
-func (d *driver) produceChanges(final bool) {
+// changelogs: after each input batch, and at commit. Only the last write of
+// each key among them is sent: a hot key (a running total) written by every
+// record of a batch costs one changelog record per batch, not one per
+// record, and a restore, which sees the transaction whole or not at all,
+// only ever needs the last value. Sending per batch rather than at commit
+// keeps the commit short: the changelog partitions join the transaction
+// (AddPartitionsToTxn) and their records are on the wire while the
+// transaction is still taking input.
+func (d *driver) produceChanges() {
 	changes := d.txn.Changes()
 	chunk := changes[d.changesSent:]
-	if len(chunk) == 0 || !final && len(chunk) < changelogChunk {
+	if len(chunk) == 0 {
 		return
 	}
 	if d.lastWrite == nil {

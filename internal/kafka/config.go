@@ -183,14 +183,16 @@ func producerConfig(c Client, t Timeouts, transactionalID string) *sarama.Config
 }
 
 // txnRetryBackoff is the wait before the n-th retry of a transactional
-// request: 2 ms doubling up to 250 ms (about 11 s over the 50 retries).
-// The first retry matters most: a transaction begun right after a commit
-// meets the previous one still writing its markers, and its first
-// AddPartitionsToTxn is answered CONCURRENT_TRANSACTIONS. sarama's own wait
-// there is 20 ms, which holds every transaction's first produce that long:
-// a fifth of a 100 ms interval, and longer than a 10 ms one.
+// request: 2 ms, growing by 2 ms up to 100 ms (2.5 s over the first 50
+// retries, as 50 × 50 ms did before). The first retries matter most: a
+// transaction begun right after a commit meets the previous one still
+// writing its markers, and its first AddPartitionsToTxn is answered
+// CONCURRENT_TRANSACTIONS. sarama's own wait there is 20 ms, which holds
+// every transaction's first produce that long: a fifth of a 100 ms
+// interval, and longer than a 10 ms one. Growing linearly rather than
+// doubling keeps the overshoot small when the markers take tens of ms.
 func txnRetryBackoff(retries, _ int) time.Duration {
-	return min(2*time.Millisecond<<min(retries, 7), 250*time.Millisecond)
+	return min(2*time.Millisecond*time.Duration(retries+1), 100*time.Millisecond)
 }
 
 // Partition maps a key to a partition the way Kafka's Java clients do
