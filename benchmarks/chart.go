@@ -63,11 +63,11 @@ func chartGroups(r *Report) []chartGroup {
 func Chart(r *Report) ([][]*plot.Plot, error) {
 	var rows [][]*plot.Plot
 	for _, g := range chartGroups(r) {
-		tp, err := chartPanel(g, fmt.Sprintf("%s: throughput", g.title), "records/s", func(v *VariantResult) float64 { return v.RecordsPerSec })
+		tp, err := chartPanel(g, fmt.Sprintf("%s: throughput", g.title), "records/s", false, func(v *VariantResult) float64 { return v.RecordsPerSec })
 		if err != nil {
 			return nil, err
 		}
-		lat, err := chartPanel(g, fmt.Sprintf("%s: p99 end-to-end latency", g.title), "p99 ms (steady rate: half the max EOS rate)", func(v *VariantResult) float64 { return v.P99Ms })
+		lat, err := chartPanel(g, fmt.Sprintf("%s: p99 end to end, at half the max EOS rate", g.title), "p99 ms (log)", true, func(v *VariantResult) float64 { return v.P99Ms })
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +76,9 @@ func Chart(r *Report) ([][]*plot.Plot, error) {
 	return rows, nil
 }
 
-func chartPanel(g chartGroup, title, ylabel string, value func(*VariantResult) float64) (*plot.Plot, error) {
+// chartPanel draws one panel; logY puts the values on a log scale (latency:
+// a peer's multi-second backlog would flatten every other line to zero).
+func chartPanel(g chartGroup, title, ylabel string, logY bool, value func(*VariantResult) float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "commit interval (ms, log)"
@@ -117,6 +119,13 @@ func chartPanel(g chartGroup, title, ylabel string, value func(*VariantResult) f
 		p.Legend.Add(n, l, s)
 	}
 	fixLogRange(&p.X)
+	if logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		fixLogRange(&p.Y)
+		p.Y.Max *= 1.5
+		return p, nil
+	}
 	p.Y.Min = 0
 	p.Y.Max *= 1.1
 	p.Y.Tick.Marker = shortTicks{}

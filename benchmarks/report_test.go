@@ -119,7 +119,7 @@ func TestWriteOut(t *testing.T) {
 		}
 	}
 	svg, _ := os.ReadFile(filepath.Join(dir, "chart.svg"))
-	for _, want := range []string{"copy, 100 B values: throughput", "orders: p99 end-to-end latency", "sarama"} {
+	for _, want := range []string{"copy, 100 B values: throughput", "orders: p99 end to end, at half the max EOS rate", "p99 ms (log)", "sarama"} {
 		if !bytes.Contains(svg, []byte(want)) {
 			t.Errorf("chart lacks %q", want)
 		}
