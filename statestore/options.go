@@ -7,10 +7,18 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// Defaults of Options fields left zero.
+// Defaults of Options fields left zero. A replica's state is read point by
+// point, mostly for keys it has just written or never seen; when the block
+// cache cannot hold the tables' index, filter and recent data blocks, every
+// such read goes to the file. Over 300,000 orders events (four stores, six
+// tasks) on real Kafka, raising the cache from 64 to 256 MiB and the
+// memtable from 32 to 64 MiB took exactly-once throughput from 6.6k and 7.0k
+// to 10.6k and 11.5k records/s and CPU from 139 and 148 to 94 and 97 s per
+// million records, at a peak RSS of 348 MB instead of 330 MB. The cache
+// made most of the difference (10.5k alone; the memtable alone 8.7k).
 const (
-	DefaultCacheSize    = 64 << 20
-	DefaultMemTableSize = 32 << 20
+	DefaultCacheSize    = 256 << 20
+	DefaultMemTableSize = 64 << 20
 )
 
 // Options configures Open. The zero value is a valid configuration.
