@@ -1,6 +1,9 @@
 package statestore
 
-import "sync"
+import (
+	"iter"
+	"sync"
+)
 
 // DefaultReadCacheEntries is the default of Options.ReadCacheEntries.
 const DefaultReadCacheEntries = 1 << 16
@@ -71,27 +74,27 @@ func (c *readCache) setLocked(key string, v cachedValue) {
 	c.cur[key] = v
 }
 
-// update runs fn with a setter under the lock, for a write that changed the
-// given keys in Pebble; values passed to set must not be modified later.
-func (c *readCache) update(fn func(set func(key string, v []byte, ok bool))) {
+// update records the values a write just committed to Pebble (ok false:
+// deleted); the values must not be modified later.
+func (c *readCache) update(entries iter.Seq2[string, cachedValue]) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epoch++
-	fn(func(key string, v []byte, ok bool) {
-		delete(c.old, key)
-		c.setLocked(key, cachedValue{v: v, ok: ok})
-	})
+	for k, v := range entries {
+		delete(c.old, k)
+		c.setLocked(k, v)
+	}
 }
 
-// forget drops the entries of the given keys.
-func (c *readCache) forget(keys func(drop func(key []byte))) {
+// forget drops the entries of keys a write just changed in Pebble.
+func (c *readCache) forget(keys iter.Seq[[]byte]) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epoch++
-	keys(func(key []byte) {
-		delete(c.cur, string(key))
-		delete(c.old, string(key))
-	})
+	for k := range keys {
+		delete(c.cur, string(k))
+		delete(c.old, string(k))
+	}
 }
 
 // clear drops every entry.

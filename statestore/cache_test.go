@@ -3,6 +3,7 @@ package statestore
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 )
@@ -160,7 +161,7 @@ func TestReadCacheFillLosesToARacingWrite(t *testing.T) {
 	if hit {
 		t.Fatal("hit in an empty cache")
 	}
-	c.update(func(set func(string, []byte, bool)) { set("k", []byte("new"), true) })
+	c.update(maps.All(map[string]cachedValue{"k": {v: []byte("new"), ok: true}}))
 	c.fill([]byte("k"), []byte("old"), true, epoch)
 	v, hit, _ := c.get([]byte("k"))
 	if !hit || string(v.v) != "new" {

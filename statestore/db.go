@@ -151,7 +151,11 @@ func (db *DB) Get(store string, task Task, key []byte) (value []byte, ok bool, e
 	if err := st.validate(); err != nil {
 		return nil, false, err
 	}
-	return get(db.pdb, appendPrefix(nil, kindData, st), key)
+	cv, err := db.committed(append(appendPrefix(nil, kindData, st), key...))
+	if err != nil || !cv.ok {
+		return nil, false, err
+	}
+	return bytes.Clone(cv.v), true, nil
 }
 
 // Range calls fn for each committed key of store's keyspace of task in
@@ -251,6 +255,28 @@ func (db *DB) Wipe(store string, task Task) error {
 	}
 	db.log.Info("wiped store task", "store", store, "task", task.String())
 	return nil
+}
+
+// committed reads the committed value of a full data key, through the read
+// cache when there is one.
+func (db *DB) committed(key []byte) (cachedValue, error) {
+	c := db.cache
+	var epoch uint64
+	if c != nil {
+		cv, hit, e := c.get(key)
+		if hit {
+			return cv, nil
+		}
+		epoch = e
+	}
+	v, ok, err := getKey(db.pdb, key)
+	if err != nil {
+		return cachedValue{}, err
+	}
+	if c != nil {
+		c.fill(key, v, ok, epoch)
+	}
+	return cachedValue{v: v, ok: ok}, nil
 }
 
 // reader is what *pebble.DB and an indexed *pebble.Batch share.

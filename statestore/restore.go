@@ -56,10 +56,11 @@ func (db *DB) Restore(store string, task Task, records []Change, next int64) err
 		return fmt.Errorf("statestore: restore %s: %w", st, err)
 	}
 	if db.cache != nil {
-		db.cache.forget(func(drop func(key []byte)) {
+		db.cache.forget(func(yield func([]byte) bool) {
 			for _, r := range records {
-				key = append(key[:len(prefix)], r.Key...)
-				drop(key)
+				if !yield(append(key[:len(prefix)], r.Key...)) {
+					return
+				}
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -36,17 +37,10 @@ type Txn struct {
 	db      *DB
 	b       *pebble.Batch
 	changes []Change
-	staged  map[string]staged // the data keys written, by full Pebble key
+	staged  map[string]cachedValue // the last write of each data key, by full Pebble key
 	done    bool
 	key     []byte // scratch for data keys
 	ikey    []byte // scratch for index keys
-}
-
-// staged is the last write of a data key in a Txn: reads find it here
-// before the committed state.
-type staged struct {
-	v         []byte // shares the Change's bytes
-	tombstone bool
 }
 
 // Begin starts a transaction. If the DB is closed, every method of the Txn
@@ -89,26 +83,13 @@ func (t *Txn) Get(store string, task Task, key []byte) (value []byte, ok bool, e
 		return nil, false, err
 	}
 	t.key = append(appendPrefix(t.key[:0], kindData, st), key...)
-	if w, ok := t.staged[string(t.key)]; ok {
-		if w.tombstone {
-			return nil, false, nil
-		}
-		return bytes.Clone(w.v), true, nil
-	}
 	// Every data key the batch holds is in staged, so what is not there is
-	// read from the committed state, through the read cache.
-	c := t.db.cache
-	if c == nil {
-		return getKey(t.db.pdb, t.key)
-	}
-	cv, hit, epoch := c.get(t.key)
-	if !hit {
-		v, ok, err := getKey(t.db.pdb, t.key)
-		if err != nil {
+	// read from the committed state.
+	cv, ok := t.staged[string(t.key)]
+	if !ok {
+		if cv, err = t.db.committed(t.key); err != nil {
 			return nil, false, err
 		}
-		c.fill(t.key, v, ok, epoch)
-		cv = cachedValue{v: v, ok: ok}
 	}
 	if !cv.ok {
 		return nil, false, nil
@@ -157,9 +138,9 @@ func (t *Txn) stage(st StoreTask, key, value []byte, tombstone, absent bool) err
 	}
 	t.changes = append(t.changes, c)
 	if t.staged == nil {
-		t.staged = map[string]staged{}
+		t.staged = map[string]cachedValue{}
 	}
-	t.staged[string(t.key)] = staged{v: c.Value, tombstone: tombstone}
+	t.staged[string(t.key)] = cachedValue{v: c.Value, ok: !tombstone}
 	return nil
 }
 
@@ -241,11 +222,7 @@ func (t *Txn) Apply(offsets map[StoreTask]int64) error {
 		return fmt.Errorf("statestore: apply: %w", err)
 	}
 	if c := t.db.cache; c != nil {
-		c.update(func(set func(key string, v []byte, ok bool)) {
-			for k, w := range t.staged {
-				set(k, w.v, !w.tombstone)
-			}
-		})
+		c.update(maps.All(t.staged))
 	}
 	return nil
 }

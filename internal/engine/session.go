@@ -99,7 +99,8 @@ type driver struct {
 	txn         *statestore.Txn
 	state       *taskState
 	changesSent int
-	lastWrite   map[changeKey]int // scratch of produceChanges
+	seen        map[changeKey]struct{} // scratch of produceChanges
+	send        []bool                 // scratch of produceChanges
 	streamTime  map[statestore.Task]time.Time
 
 	deadline *time.Timer

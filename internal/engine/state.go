@@ -338,16 +338,26 @@ func (d *driver) produceChanges() {
 	if len(chunk) == 0 {
 		return
 	}
-	if d.lastWrite == nil {
-		d.lastWrite = map[changeKey]int{}
+	// Walk back from the newest change: the first time a key is met is its
+	// last write in the chunk, the one to send.
+	if d.seen == nil {
+		d.seen = map[changeKey]struct{}{}
 	}
-	clear(d.lastWrite)
-	for i, c := range chunk {
-		d.lastWrite[changeKey{c.Store, c.Task, string(c.Key)}] = i
+	clear(d.seen)
+	d.send = slices.Grow(d.send[:0], len(chunk))[:len(chunk)]
+	for i := len(chunk) - 1; i >= 0; i-- {
+		c := &chunk[i]
+		k := changeKey{c.Store, c.Task, string(c.Key)}
+		_, later := d.seen[k]
+		d.send[i] = !later
+		if !later {
+			d.seen[k] = struct{}{}
+		}
 	}
-	collapsed := len(chunk) - len(d.lastWrite)
+	sent := len(d.seen)
+	collapsed := len(chunk) - sent
 	for i, c := range chunk {
-		if collapsed > 0 && d.lastWrite[changeKey{c.Store, c.Task, string(c.Key)}] != i {
+		if !d.send[i] {
 			continue
 		}
 		s := d.e.stores[c.Store]
@@ -358,9 +368,9 @@ func (d *driver) produceChanges() {
 		d.p.Send(&kafka.Message{Topic: s.topic, Partition: c.Task.Partition, Key: c.Key, Value: value, Track: true, Timestamp: time.Now()})
 	}
 	d.changesSent = len(changes)
-	d.e.c.changelog.Add(int64(len(d.lastWrite)))
+	d.e.c.changelog.Add(int64(sent))
 	d.e.c.collapsed.Add(int64(collapsed))
-	d.e.m.stateChanges.WithLabelValues("sent").Add(float64(len(d.lastWrite)))
+	d.e.m.stateChanges.WithLabelValues("sent").Add(float64(sent))
 	d.e.m.stateChanges.WithLabelValues("collapsed").Add(float64(collapsed))
 }
 
