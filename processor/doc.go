@@ -29,4 +29,14 @@
 //	onceflow_restored_records_total          changelog records replayed into state
 //	onceflow_restore_duration_seconds        time to restore one store of one task
 //	onceflow_state_changes_total{outcome}    state writes sent to changelogs, or collapsed
+//	onceflow_commit_timeouts_total           commit steps past Config.CommitTimeout (producer dropped)
+//	onceflow_stalled_partitions              partitions with input pending and no commit past Config.StallTimeout
+//	onceflow_oldest_pending_seconds          age of the oldest input received and not committed
+//
+// Deadlines: every step that ends a transaction is bounded by
+// Config.CommitTimeout (a coordinator that does not answer costs one
+// producer, not the replica), Run returns within StopBound of its context
+// ending, and a replica that makes no progress on a partition with pending
+// input for Config.StallTimeout says so in its log, its metrics and
+// /healthz (503 with the reason).
 package processor

@@ -65,6 +65,21 @@ type Config struct {
 	TransactionTimeout time.Duration
 	// RebalanceTimeout: how long a rebalance waits for members. Default 30 s.
 	RebalanceTimeout time.Duration
+	// CommitTimeout bounds each step that ends a transaction (adding the
+	// offsets, committing, aborting; at-least-once: the flush and the
+	// offset commit). A step that runs out of it has an unknown outcome:
+	// the replica drops its producer, creates it again with the same
+	// transactional id (which fences the old one and aborts its
+	// transaction) and rewinds. Must be below TransactionTimeout. Default:
+	// half the TransactionTimeout (4 s).
+	CommitTimeout time.Duration
+	// StallTimeout: how long an assigned partition may have input pending
+	// without a commit (a hung commit, a loop of aborts and rewinds), or a
+	// restore go without restoring a record, before the replica reports a
+	// stall: a warning naming the partition, the
+	// onceflow_stalled_partitions gauge, and /healthz failing with the
+	// reason. Default 2 minutes.
+	StallTimeout time.Duration
 	// StateDir holds the replica's Pebble database (topologies with
 	// stores). Default "": state lives in memory and every start restores
 	// it from the changelogs. Give each replica its own directory.
@@ -119,7 +134,8 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"session timeout", c.SessionTimeout}, {"transaction timeout", c.TransactionTimeout}, {"rebalance timeout", c.RebalanceTimeout}} {
+	}{{"session timeout", c.SessionTimeout}, {"transaction timeout", c.TransactionTimeout}, {"rebalance timeout", c.RebalanceTimeout},
+		{"commit timeout", c.CommitTimeout}, {"stall timeout", c.StallTimeout}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s %v is negative", d.name, d.v))
 		}
@@ -153,7 +169,7 @@ func (c Config) client() kafka.Client {
 }
 
 func (c Config) timeouts() kafka.Timeouts {
-	return kafka.Timeouts{Session: c.SessionTimeout, Rebalance: c.RebalanceTimeout, Transaction: c.TransactionTimeout}.WithDefaults()
+	return kafka.Timeouts{Session: c.SessionTimeout, Rebalance: c.RebalanceTimeout, Transaction: c.TransactionTimeout, Commit: c.CommitTimeout}.WithDefaults()
 }
 
 // Stats is a snapshot of a replica's counters.
@@ -202,6 +218,7 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 		StateDir:       cfg.StateDir,
 		Logger:         log.Named("processor").With("instance", cfg.InstanceID),
 		Registerer:     cfg.Registerer,
+		StallTimeout:   cfg.StallTimeout,
 	}, g)
 	if err != nil {
 		return nil, fmt.Errorf("processor: %w", err)
@@ -214,6 +231,12 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 // the replica cannot start (brokers unreachable, input topic missing,
 // topics not co-partitioned) or cannot go on (another live replica has the
 // same instance id).
+//
+// Once ctx ends, Run returns within StopBound: two commit timeouts (the
+// last commit, or its abort) plus 11 s to leave the group and close the
+// clients; 19 s with the default timeouts, even when the transaction
+// coordinator does not answer. Past the bound it returns an error and
+// leaves the clients to close in the background.
 func (p *Processor) Run(ctx context.Context) error {
 	if p.cfg.HTTPAddr != "" {
 		srv, err := p.serveHTTP()
@@ -224,6 +247,13 @@ func (p *Processor) Run(ctx context.Context) error {
 	}
 	return p.e.Run(ctx)
 }
+
+// StopBound is how long Run may take to return once its context ends.
+func (p *Processor) StopBound() time.Duration { return engine.StopBound(p.cfg.timeouts()) }
+
+// Health returns nil while the replica makes progress, or the stall it
+// reports on /healthz (see Config.StallTimeout).
+func (p *Processor) Health() error { return p.e.Health() }
 
 // Stats returns a snapshot of the counters.
 func (p *Processor) Stats() Stats { return p.e.Stats() }
@@ -246,7 +276,13 @@ func (p *Processor) serveHTTP() (*http.Server, error) {
 	if g != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	}
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := p.e.Health(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !p.e.Ready() {
 			http.Error(w, "not in a group session", http.StatusServiceUnavailable)

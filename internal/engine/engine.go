@@ -48,6 +48,12 @@ type Config struct {
 	Logger         hclog.Logger
 	Registerer     prometheus.Registerer
 	Hooks          Hooks
+	// StallTimeout: how long an assigned partition may have input pending
+	// without a commit (or a restore go without progress) before the
+	// replica reports a stall. Default DefaultStallTimeout.
+	StallTimeout time.Duration
+	// Now is the clock of stall detection. Default time.Now.
+	Now func() time.Time
 }
 
 // Hooks let tests stop the loop between two steps. Nil hooks are skipped.
@@ -86,6 +92,9 @@ type Engine struct {
 	db      *statestore.DB
 	reader  *kafka.ChangelogReader
 
+	progress *progress
+	closing  sync.WaitGroup // producers being closed in the background
+
 	ready   atomic.Bool
 	crashed atomic.Bool
 	mu      struct {
@@ -106,7 +115,7 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 	}
 	// Repartition topics are named after the application.
 	g = g.WithPrefix(cfg.AppID)
-	e := &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected"}
+	e := &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected", progress: newProgress(cfg.Now)}
 	e.stores = e.storeInfos()
 	return e, nil
 }
@@ -124,9 +133,43 @@ func (e *Engine) RejectedTopic() string { return e.rejected }
 // no commit, no abort, no leave. For tests.
 func (e *Engine) Crash() { e.crashed.Store(true) }
 
+// StopBound is how long Run may take to return once its context ends,
+// even with a coordinator that does not answer: the open transaction's
+// commit (or its abort) within the commit timeout each, then leaving the
+// group and closing the clients within closeGrace each.
+func StopBound(t kafka.Timeouts) time.Duration {
+	return 2*t.WithDefaults().Commit + 2*closeGrace + time.Second
+}
+
+// closeGrace bounds each step of shutdown that talks to the cluster.
+const closeGrace = 5 * time.Second
+
+// ErrStopTimeout is returned by Run when the replica did not stop within
+// StopBound: it returns anyway, leaving clients to close in the background.
+var ErrStopTimeout = errors.New("engine: stop did not finish within its bound")
+
 // Run prepares topics, joins the group and processes until ctx ends, then
-// commits or aborts the open transaction and leaves the group.
+// commits or aborts the open transaction and leaves the group, within
+// StopBound of ctx ending.
 func (e *Engine) Run(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- e.run(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	bound := StopBound(e.cfg.Timeouts)
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(bound):
+		e.log.Error("stop did not finish in time; returning without it", "bound", bound)
+		return fmt.Errorf("%w (%v)", ErrStopTimeout, bound)
+	}
+}
+
+func (e *Engine) run(ctx context.Context) error {
 	if err := e.prepare(ctx); err != nil {
 		return err
 	}
@@ -149,9 +192,22 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.log.Warn("group error", "error", err)
 		}
 	}()
+	wctx, stopWatch := context.WithCancel(ctx)
+	ticker := time.NewTicker(min(restoreLogInterval, e.stallTimeout()/4))
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		e.watch(wctx, ticker.C)
+	}()
 	err = e.loop(ctx)
+	stopWatch()
+	ticker.Stop()
+	<-watched
 	e.shutdown()
-	<-drained
+	select {
+	case <-drained:
+	case <-time.After(closeGrace):
+	}
 	return err
 }
 
@@ -163,6 +219,9 @@ func (e *Engine) loop(ctx context.Context) error {
 			p, err := e.newProducer(ctx)
 			if err != nil {
 				return err
+			}
+			if p == nil {
+				return nil // ctx ended first: a clean stop
 			}
 			e.producer = p
 		}
@@ -191,25 +250,77 @@ func (e *Engine) loop(ctx context.Context) error {
 }
 
 // newProducer creates the output producer, retrying while the cluster
-// does not answer.
+// does not answer. It returns nil, nil once ctx ends, at once even while a
+// creation hangs on a coordinator that does not answer (that producer is
+// closed when it arrives).
 func (e *Engine) newProducer(ctx context.Context) (*kafka.Producer, error) {
 	txnID := ""
 	if e.cfg.ExactlyOnce {
 		txnID = e.cfg.AppID + "-" + e.cfg.InstanceID
 	}
+	type result struct {
+		p   *kafka.Producer
+		err error
+	}
 	wait := 200 * time.Millisecond
 	for {
-		p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID, e.g.Stateful())
-		if err == nil {
-			return p, nil
+		got := make(chan result, 1)
+		go func() {
+			p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID, e.g.Stateful())
+			got <- result{p, err}
+		}()
+		var r result
+		select {
+		case r = <-got:
+		case <-ctx.Done():
+			e.closing.Add(1)
+			go func() {
+				defer e.closing.Done()
+				if r := <-got; r.p != nil {
+					r.p.Close()
+				}
+			}()
+			return nil, nil
 		}
-		e.log.Warn("cannot create producer; retrying", "transactional_id", txnID, "error", err, "backoff", wait)
+		if r.err == nil {
+			return r.p, nil
+		}
+		e.log.Warn("cannot create producer; retrying", "transactional_id", txnID, "error", r.err, "backoff", wait)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// closeProducer closes a dropped producer in the background: one abandoned
+// by a call past its deadline may take a while to wind down, and the next
+// producer (same transactional id) fences it anyway.
+func (e *Engine) closeProducer(p *kafka.Producer) {
+	e.closing.Add(1)
+	go func() {
+		defer e.closing.Done()
+		if err := p.Close(); err != nil {
+			e.log.Debug("close dropped producer", "error", err)
+		}
+	}()
+}
+
+// within runs step and waits for it at most d; a step still running then
+// is left to finish in the background.
+func within(d time.Duration, step func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		step()
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 
@@ -225,6 +336,9 @@ func (e *Engine) rewind() {
 	}
 }
 
+// shutdown leaves the group and closes the clients; each step that talks to
+// the cluster is given closeGrace, so a broker that does not answer cannot
+// hold the stop.
 func (e *Engine) shutdown() {
 	if e.crashed.Load() {
 		if e.producer != nil {
@@ -233,16 +347,23 @@ func (e *Engine) shutdown() {
 		e.group.Close()
 		return
 	}
-	if err := e.group.Leave(); err != nil {
-		e.log.Warn("leave group", "error", err)
-	}
-	if err := e.group.Close(); err != nil {
-		e.log.Warn("close group", "error", err)
-	}
-	if e.producer != nil {
-		if err := e.producer.Close(); err != nil {
-			e.log.Warn("close producer", "error", err)
+	if !within(closeGrace, func() {
+		if err := e.group.Leave(); err != nil {
+			e.log.Warn("leave group", "error", err)
 		}
+		if err := e.group.Close(); err != nil {
+			e.log.Warn("close group", "error", err)
+		}
+		if e.producer != nil {
+			if err := e.producer.Close(); err != nil {
+				e.log.Warn("close producer", "error", err)
+			}
+		}
+	}) {
+		e.log.Warn("leaving the group and closing the clients is taking long; going on", "grace", closeGrace)
+	}
+	if !within(closeGrace, e.closing.Wait) {
+		e.log.Warn("dropped producers still closing; going on", "grace", closeGrace)
 	}
 }
 

@@ -20,12 +20,13 @@ type Stats struct {
 	Expired             int64 // dedup entries expired by event time
 	ChangelogRecords    int64 // state changes sent to changelogs
 	ChangesCollapsed    int64 // state changes not sent: a later write of the same key in the same chunk replaced them
+	CommitTimeouts      int64 // transaction steps that ran past the commit timeout (each dropped the producer)
 }
 
 // counters back Stats.
 type counters struct {
 	in, out, rejected, committed, aborted, recreated, sessions, restored, wipes, expired atomic.Int64
-	changelog, collapsed                                                                 atomic.Int64
+	changelog, collapsed, timeouts                                                       atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -42,6 +43,7 @@ func (c *counters) snapshot() Stats {
 		Expired:             c.expired.Load(),
 		ChangelogRecords:    c.changelog.Load(),
 		ChangesCollapsed:    c.collapsed.Load(),
+		CommitTimeouts:      c.timeouts.Load(),
 	}
 }
 
@@ -62,6 +64,9 @@ type metrics struct {
 	restored       prometheus.Counter
 	restoreTime    prometheus.Histogram
 	stateChanges   *prometheus.CounterVec
+	commitTimeouts prometheus.Counter
+	stalled        prometheus.Gauge
+	oldestPending  prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, error) {
@@ -99,10 +104,17 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
 		stateChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_state_changes_total",
 			Help: "State writes, by what became of them: sent to the changelog, or collapsed into a later write of the same key.", ConstLabels: labels}, []string{"outcome"}),
+		commitTimeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_commit_timeouts_total",
+			Help: "Transaction steps that ran past the commit deadline (the producer was dropped and created again).", ConstLabels: labels}),
+		stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "onceflow_stalled_partitions",
+			Help: "Assigned input partitions with input pending and no commit for longer than the stall timeout (a stalled restore counts one).", ConstLabels: labels}),
+		oldestPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "onceflow_oldest_pending_seconds",
+			Help: "Age of the oldest input received and not yet committed (0: none pending).", ConstLabels: labels}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.recordsIn, m.recordsOut, m.rejected, m.transactions, m.commitLatency,
-			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges} {
+			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges,
+			m.commitTimeouts, m.stalled, m.oldestPending} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -30,12 +30,16 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		n += len(ps)
 	}
 	e.m.assignedTasks.Set(float64(n))
+	e.progress.assign(s.Claims())
 	md := s.Metadata()
 	e.log.Info("session started", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(s.Claims()))
 	if len(e.stores) > 0 {
 		// Local state catches up with the changelogs before any input of
 		// the session is processed.
-		if err := e.restoreTasks(s.Context(), s.Claims()); err != nil {
+		e.progress.restoring(true, e.c.restored.Load())
+		err := e.restoreTasks(s.Context(), s.Claims())
+		e.progress.restoring(false, e.c.restored.Load())
+		if err != nil {
 			e.log.Warn("restore failed; the session ends and the replica joins again", "error", err)
 			return nil, err
 		}
@@ -161,6 +165,7 @@ func (d *driver) begin() bool {
 }
 
 func (d *driver) process(b kafka.Batch) {
+	d.e.progress.received(b.Topic, b.Partition)
 	if !d.open && !d.begin() {
 		return
 	}
@@ -345,14 +350,18 @@ func (d *driver) commit() {
 		if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
 			h()
 		}
-		if err := d.p.AddOffsets(d.offsets, d.s.Metadata()); err != nil {
+		// One deadline for the whole commit: a coordinator that does not
+		// answer must not hold the replica (and its shutdown) for longer.
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
+		defer cancel()
+		if err := d.p.AddOffsets(ctx, d.offsets, d.s.Metadata()); err != nil {
 			d.fail("add offsets", err)
 			return
 		}
 		if h := e.cfg.Hooks.BeforeCommit; h != nil {
 			h()
 		}
-		if err := d.commitTxn(); err != nil {
+		if err := d.commitTxn(ctx); err != nil {
 			d.fail("commit", err)
 			return
 		}
@@ -360,19 +369,19 @@ func (d *driver) commit() {
 		if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
 			h()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Transaction)
-		err := d.p.Flush(ctx)
-		cancel()
-		if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
+		defer cancel()
+		if err := d.p.Flush(ctx); err != nil {
 			d.fail("flush", err)
 			return
 		}
-		if err := d.p.CommitOffsets(d.offsets, d.s.Metadata()); err != nil {
+		if err := d.p.CommitOffsets(ctx, d.offsets, d.s.Metadata()); err != nil {
 			d.fail("commit offsets", err)
 			return
 		}
 	}
 	e.c.committed.Add(1)
+	e.progress.committed(d.offsets)
 	e.m.transactions.WithLabelValues("committed").Inc()
 	e.m.commitLatency.Observe(time.Since(start).Seconds())
 	e.m.recordsPerTxn.Observe(float64(d.records))
@@ -408,12 +417,16 @@ func (d *driver) commit() {
 var errUnknownOutcome = errors.New("engine: transaction outcome unknown")
 
 // commitTxn commits, retrying a call that failed without making the
-// transaction abortable or the producer fatal (the outcome is unknown).
-func (d *driver) commitTxn() error {
+// transaction abortable or the producer fatal (the outcome is unknown),
+// until ctx ends.
+func (d *driver) commitTxn(ctx context.Context) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if err = d.p.Commit(); err == nil {
+		if err = d.p.Commit(ctx); err == nil {
 			return nil
+		}
+		if errors.Is(err, kafka.ErrCallTimeout) {
+			return err
 		}
 		switch d.p.State() {
 		case kafka.TxnAbortable, kafka.TxnFatal, kafka.TxnReady:
@@ -436,17 +449,29 @@ func (d *driver) reset() {
 // aborts the transaction on the broker) and rewinds the session.
 func (d *driver) fail(step string, err error) {
 	e := d.e
+	e.progress.aborted()
+	timedOut := errors.Is(err, kafka.ErrCallTimeout)
 	state := kafka.TxnReady
-	if e.cfg.ExactlyOnce {
+	if e.cfg.ExactlyOnce && !timedOut {
+		// An abandoned producer is not asked: sarama's call still holds it.
 		state = d.p.State()
 	}
-	e.log.Warn("transaction failed; rewinding", "step", step, "state", state, "error", err)
+	if timedOut {
+		e.c.timeouts.Add(1)
+		e.m.commitTimeouts.Inc()
+		e.log.Warn("transaction step timed out; dropping the producer and rewinding", "step", step, "deadline", e.cfg.Timeouts.Commit, "error", err)
+	} else {
+		e.log.Warn("transaction failed; rewinding", "step", step, "state", state, "error", err)
+	}
 	e.m.commitFailures.WithLabelValues(state.String()).Inc()
-	drop := errors.Is(err, errUnknownOutcome) || kafka.IsFenced(err)
+	drop := errors.Is(err, errUnknownOutcome) || kafka.IsFenced(err) || timedOut
 	if e.cfg.ExactlyOnce && !drop {
 		switch state {
 		case kafka.TxnOpen, kafka.TxnAbortable:
-			if aerr := d.p.Abort(); aerr != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
+			aerr := d.p.Abort(ctx)
+			cancel()
+			if aerr != nil {
 				e.log.Warn("abort failed; recreating producer", "error", aerr)
 				drop = true
 			}
@@ -454,7 +479,7 @@ func (d *driver) fail(step string, err error) {
 			drop = true
 		}
 	}
-	if !e.cfg.ExactlyOnce && !errors.Is(err, context.DeadlineExceeded) {
+	if !e.cfg.ExactlyOnce && !errors.Is(err, context.DeadlineExceeded) && !timedOut {
 		// An at-least-once producer with failed sends is reset by the rewind
 		// alone: the records are consumed again and sent again.
 		drop = false
@@ -464,7 +489,7 @@ func (d *driver) fail(step string, err error) {
 		d.txn = nil
 	}
 	if drop {
-		d.p.Close()
+		e.closeProducer(d.p)
 		d.p = nil
 		e.c.recreated.Add(1)
 		e.m.recreations.Inc()

@@ -1,9 +1,11 @@
 package kafka
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -23,6 +25,22 @@ type Client struct {
 	ClientID string
 	TLS      *tls.Config // nil: plaintext
 	SASL     SASL
+	// Dial, when set, opens every connection of the engine's sarama
+	// clients (group and producer) in place of a plain TCP dial. For
+	// fault-injection tests (internal/testproxy); nil in production.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// dialer adapts Client.Dial to sarama's proxy dialer.
+type dialer struct {
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	timeout time.Duration
+}
+
+func (d dialer) Dial(network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+	defer cancel()
+	return d.dial(ctx, network, addr)
 }
 
 // Validate lists every problem at once.
@@ -50,14 +68,22 @@ func (c Client) Validate() error {
 
 // Timeouts are the group and transaction timeouts. They must agree: a
 // transaction times out before the session does (so a zombie's open
-// transaction is aborted before its partitions could move), and a request
+// transaction is aborted before its partitions could move), a request
 // that may wait out a rebalance (JoinGroup) or a pending transactional
-// offset commit is given longer than the broker may hold it.
+// offset commit is given longer than the broker may hold it, and a commit
+// gives up well before the transaction times out.
 type Timeouts struct {
 	Session     time.Duration
 	Rebalance   time.Duration
 	Transaction time.Duration
 	Heartbeat   time.Duration
+	// Commit bounds each transactional call that ends an interval (adding
+	// the offsets, committing, aborting; at-least-once: the flush and the
+	// offset commit). A call that runs out of it has an unknown outcome:
+	// the engine drops the producer and creates it again with the same
+	// transactional id, which fences the old one and aborts its
+	// transaction. Default: half the transaction timeout.
+	Commit time.Duration
 }
 
 // Defaults for zero Timeouts fields.
@@ -81,6 +107,9 @@ func (t Timeouts) WithDefaults() Timeouts {
 	if t.Heartbeat == 0 {
 		t.Heartbeat = t.Session / 5
 	}
+	if t.Commit == 0 {
+		t.Commit = t.Transaction / 2
+	}
 	return t
 }
 
@@ -98,6 +127,9 @@ func (t Timeouts) Validate() error {
 	}
 	if t.Rebalance < t.Session {
 		errs = append(errs, fmt.Errorf("rebalance timeout %v is below the session timeout %v", t.Rebalance, t.Session))
+	}
+	if t.Commit <= 0 || t.Commit >= t.Transaction {
+		errs = append(errs, fmt.Errorf("commit timeout %v must be above zero and below the transaction timeout %v", t.Commit, t.Transaction))
 	}
 	return errors.Join(errs...)
 }
@@ -120,19 +152,36 @@ func base(c Client, t Timeouts) *sarama.Config {
 		cfg.Net.TLS.Enable = true
 		cfg.Net.TLS.Config = c.TLS
 	}
+	if c.Dial != nil {
+		cfg.Net.Proxy.Enable = true
+		cfg.Net.Proxy.Dialer = dialer{dial: c.Dial, timeout: cfg.Net.DialTimeout}
+	}
 	if strings.EqualFold(c.SASL.Mechanism, "PLAIN") {
 		cfg.Net.SASL.Enable = true
 		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
 		cfg.Net.SASL.User = c.SASL.User
 		cfg.Net.SASL.Password = c.SASL.Password
 	}
-	// An offset fetch answered UNSTABLE_OFFSET_COMMIT (a previous owner's
-	// transaction is still open) is retried only Retry.Max × Backoff: make
-	// that budget outlast the transaction timeout.
 	cfg.Metadata.Retry.Backoff = 250 * time.Millisecond
-	cfg.Metadata.Retry.Max = int(t.Transaction/cfg.Metadata.Retry.Backoff) + 8
+	cfg.Metadata.Retry.Max = 3
 	cfg.Metadata.AllowAutoTopicCreation = false
 	return cfg
+}
+
+// BrokerAbortCheckInterval is Kafka's default
+// transaction.abort.timed.out.transaction.cleanup.interval.ms: how often
+// the broker looks for transactions past their timeout and aborts them. A
+// transaction left open by a crash stays open up to the transaction
+// timeout plus this interval.
+const BrokerAbortCheckInterval = 10 * time.Second
+
+// stableOffsetBudget is how long an offset fetch answered
+// UNSTABLE_OFFSET_COMMIT (a previous owner's transaction is still open)
+// may be retried: the worst case it waits for, a transaction left open by
+// a crash, is aborted by the broker after the transaction timeout plus its
+// abort check interval; a few seconds more for the markers.
+func stableOffsetBudget(t Timeouts) time.Duration {
+	return t.Transaction + BrokerAbortCheckInterval + 5*time.Second
 }
 
 // consumerConfig is the sarama configuration of the group consumer.
@@ -145,6 +194,11 @@ func consumerConfig(c Client, t Timeouts, instanceID string) *sarama.Config {
 	// engine after every output is acknowledged (at-least-once); never by
 	// a timer.
 	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	// sarama retries an offset fetch answered UNSTABLE_OFFSET_COMMIT only
+	// Metadata.Retry.Max × Backoff: give it the whole stable-offset
+	// budget, or the session fails and the group rejoins in a loop until
+	// the transaction clears.
+	cfg.Metadata.Retry.Max = int((stableOffsetBudget(t) + cfg.Metadata.Retry.Backoff - 1) / cfg.Metadata.Retry.Backoff)
 	cfg.Consumer.Group.InstanceId = instanceID
 	cfg.Consumer.Group.Session.Timeout = t.Session
 	cfg.Consumer.Group.Heartbeat.Interval = t.Heartbeat
@@ -170,6 +224,16 @@ func producerConfig(c Client, t Timeouts, transactionalID string) *sarama.Config
 	cfg.Producer.MaxMessageBytes = 1 << 20
 	cfg.Net.MaxOpenRequests = 1
 	cfg.ChannelBufferSize = 4096
+	// No request of the producer may outlast a commit's deadline: a
+	// request to a broker that does not answer fails after ReadTimeout,
+	// and a produce request waits at most Producer.Timeout for its
+	// replicas. (The engine also gives up on a call at the deadline, and
+	// then closes the producer, which fails whatever sarama still retries.)
+	cfg.Net.ReadTimeout = t.Commit
+	cfg.Net.WriteTimeout = min(cfg.Net.WriteTimeout, t.Commit)
+	cfg.Net.DialTimeout = min(cfg.Net.DialTimeout, t.Commit)
+	cfg.Producer.Timeout = t.Commit * 3 / 4
+	cfg.Metadata.Retry.Max = max(3, int(t.Commit/cfg.Metadata.Retry.Backoff))
 	if transactionalID != "" {
 		cfg.Producer.Transaction.ID = transactionalID
 		cfg.Producer.Transaction.Timeout = t.Transaction

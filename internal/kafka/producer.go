@@ -35,8 +35,31 @@ const SourceHeader = "onceflow-source"
 
 var sourceHeaderKey = []byte(SourceHeader)
 
-// tracked marks messages whose offsets the producer records.
-type tracked struct{}
+// msgTag is the metadata of every message sent: the generation it was
+// sent in (a Reset or ResetTracked starts a new one) and whether its offset
+// is recorded. A failure or acknowledgement of an earlier generation (one
+// that arrives after the abort that ended its transaction) is not
+// attributed to the current one.
+type msgTag struct {
+	gen     uint64
+	tracked bool
+}
+
+// tags are the two tags of one generation, shared by its messages so that
+// Send allocates none.
+type tags struct{ plain, tracked *msgTag }
+
+func newTags(gen uint64) *tags {
+	return &tags{plain: &msgTag{gen: gen}, tracked: &msgTag{gen: gen, tracked: true}}
+}
+
+// ErrCallTimeout means a transactional call (or an at-least-once flush or
+// offset commit) did not return within its deadline. Its outcome is
+// unknown and the producer is unusable: close it (Close returns at once
+// for such a producer and finishes in the background) and create another
+// with the same transactional id, which fences this one and aborts its
+// transaction. Not retryable on this producer.
+var ErrCallTimeout = errors.New("kafka: call did not finish within its deadline; outcome unknown")
 
 // TxnState classifies a transactional producer after a failed call.
 type TxnState int
@@ -81,7 +104,10 @@ type Producer struct {
 	sent    atomic.Int64 // records handed to the client
 	settled atomic.Int64 // records acknowledged or failed (at-least-once)
 	track   bool
-	mu      struct {
+	tags    atomic.Pointer[tags] // of the current generation
+	// abandoned: a call ran past its deadline and still holds the client.
+	abandoned atomic.Bool
+	mu        struct {
 		sync.Mutex
 		err          error // first produce error since the last Reset
 		trackSent    int64
@@ -111,19 +137,12 @@ func NewProducer(c Client, t Timeouts, transactionalID string, track bool) (*Pro
 	}
 	p := &Producer{client: client, ap: ap, txnal: transactionalID != "", track: track}
 	p.mu.offsets = map[string]map[int32]int64{}
+	p.tags.Store(newTags(0))
 	p.drained.Add(1)
 	go func() {
 		defer p.drained.Done()
 		for e := range ap.Errors() {
-			p.mu.Lock()
-			if p.mu.err == nil {
-				p.mu.err = fmt.Errorf("kafka: produce to %s/%d: %w", e.Msg.Topic, e.Msg.Partition, e.Err)
-			}
-			if _, ok := e.Msg.Metadata.(tracked); ok {
-				p.mu.trackSettled++
-			}
-			p.mu.Unlock()
-			p.settled.Add(1)
+			p.failed(e)
 		}
 	}()
 	if cfg.Producer.Return.Successes {
@@ -131,22 +150,57 @@ func NewProducer(c Client, t Timeouts, transactionalID string, track bool) (*Pro
 		go func() {
 			defer p.drained.Done()
 			for m := range ap.Successes() {
-				if _, ok := m.Metadata.(tracked); ok {
-					p.mu.Lock()
-					parts := p.mu.offsets[m.Topic]
-					if parts == nil {
-						parts = map[int32]int64{}
-						p.mu.offsets[m.Topic] = parts
-					}
-					parts[m.Partition] = max(parts[m.Partition], m.Offset+1)
-					p.mu.trackSettled++
-					p.mu.Unlock()
-				}
-				p.settled.Add(1)
+				p.acknowledged(m)
 			}
 		}()
 	}
 	return p, nil
+}
+
+// current reports whether m was sent in the current generation.
+func (p *Producer) current(m *sarama.ProducerMessage) (tag *msgTag, ok bool) {
+	tag, _ = m.Metadata.(*msgTag)
+	return tag, tag != nil && tag.gen == p.tags.Load().plain.gen
+}
+
+// failed records a produce failure. One of an earlier generation (its
+// transaction was aborted and the producer Reset since) is only counted
+// as settled: it must not fail the next transaction.
+func (p *Producer) failed(e *sarama.ProducerError) {
+	tag, cur := p.current(e.Msg)
+	p.mu.Lock()
+	if cur {
+		if p.mu.err == nil {
+			p.mu.err = fmt.Errorf("kafka: produce to %s/%d: %w", e.Msg.Topic, e.Msg.Partition, e.Err)
+		}
+		if tag.tracked {
+			p.mu.trackSettled++
+		}
+	}
+	p.mu.Unlock()
+	p.settled.Add(1)
+}
+
+// acknowledged records a produced record's offset when it is tracked.
+func (p *Producer) acknowledged(m *sarama.ProducerMessage) {
+	if tag, cur := p.current(m); cur && tag.tracked {
+		p.mu.Lock()
+		parts := p.mu.offsets[m.Topic]
+		if parts == nil {
+			parts = map[int32]int64{}
+			p.mu.offsets[m.Topic] = parts
+		}
+		parts[m.Partition] = max(parts[m.Partition], m.Offset+1)
+		p.mu.trackSettled++
+		p.mu.Unlock()
+	}
+	p.settled.Add(1)
+}
+
+// nextGeneration starts a generation: what earlier messages report from
+// now on is not attributed to the messages sent after it.
+func (p *Producer) nextGeneration() {
+	p.tags.Store(newTags(p.tags.Load().plain.gen + 1))
 }
 
 // Begin opens a transaction.
@@ -184,10 +238,12 @@ func (p *Producer) Send(m *Message) {
 		}
 	}
 	if m.Track && p.track {
-		pm.Metadata = tracked{}
+		pm.Metadata = p.tags.Load().tracked
 		p.mu.Lock()
 		p.mu.trackSent++
 		p.mu.Unlock()
+	} else {
+		pm.Metadata = p.tags.Load().plain
 	}
 	p.sent.Add(1)
 	p.ap.Input() <- pm
@@ -216,15 +272,36 @@ func (p *Producer) TrackedOffsets(ctx context.Context) (map[string]map[int32]int
 
 // ResetTracked forgets tracked offsets, at the start of a transaction.
 func (p *Producer) ResetTracked() {
+	p.nextGeneration()
 	p.mu.Lock()
 	p.mu.offsets = map[string]map[int32]int64{}
 	p.mu.trackSent, p.mu.trackSettled = 0, 0
 	p.mu.Unlock()
 }
 
+// within runs call, a blocking sarama call that takes no context, and
+// returns its error, or ErrCallTimeout when ctx ends first. The call then
+// goes on in the background and the producer is abandoned: only Close may
+// follow.
+func (p *Producer) within(ctx context.Context, what string, call func() error) error {
+	if p.abandoned.Load() {
+		return fmt.Errorf("kafka: %s: %w (an earlier call is still running)", what, ErrCallTimeout)
+	}
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		p.abandoned.Store(true)
+		return fmt.Errorf("kafka: %s: %w (%w)", what, ErrCallTimeout, ctx.Err())
+	}
+}
+
 // AddOffsets adds the consumed offsets (next offset to read, per topic and
-// partition) to the open transaction on behalf of the group member g.
-func (p *Producer) AddOffsets(offsets map[string]map[int32]int64, g GroupMetadata) error {
+// partition) to the open transaction on behalf of the group member g. It
+// returns ErrCallTimeout when ctx ends first.
+func (p *Producer) AddOffsets(ctx context.Context, offsets map[string]map[int32]int64, g GroupMetadata) error {
 	req := make(map[string][]*sarama.PartitionOffsetMetadata, len(offsets))
 	for topic, parts := range offsets {
 		for part, off := range parts {
@@ -236,14 +313,20 @@ func (p *Producer) AddOffsets(offsets map[string]map[int32]int64, g GroupMetadat
 		id := g.InstanceID
 		meta.GroupInstanceID = &id
 	}
-	return p.ap.AddOffsetsToTxnWithGroupMetadata(req, meta)
+	return p.within(ctx, "add offsets to transaction", func() error { return p.ap.AddOffsetsToTxnWithGroupMetadata(req, meta) })
 }
 
-// Commit flushes every record sent and commits the transaction.
-func (p *Producer) Commit() error { return p.ap.CommitTxn() }
+// Commit flushes every record sent and commits the transaction. It returns
+// ErrCallTimeout when ctx ends first.
+func (p *Producer) Commit(ctx context.Context) error {
+	return p.within(ctx, "commit transaction", p.ap.CommitTxn)
+}
 
-// Abort aborts the transaction.
-func (p *Producer) Abort() error { return p.ap.AbortTxn() }
+// Abort aborts the transaction. It returns ErrCallTimeout when ctx ends
+// first.
+func (p *Producer) Abort(ctx context.Context) error {
+	return p.within(ctx, "abort transaction", p.ap.AbortTxn)
+}
 
 // State classifies the producer's transaction state.
 func (p *Producer) State() TxnState {
@@ -269,8 +352,10 @@ func (p *Producer) Err() error {
 }
 
 // Reset forgets produce errors, after the transaction they failed was
-// aborted.
+// aborted. Failures of records sent before it that arrive later are
+// ignored.
 func (p *Producer) Reset() {
+	p.nextGeneration()
 	p.mu.Lock()
 	p.mu.err = nil
 	p.mu.Unlock()
@@ -298,7 +383,12 @@ func (p *Producer) Flush(ctx context.Context) error {
 // at-least-once mode, on behalf of group member g. It goes through the
 // producer's own connections: the group consumer's connection to the same
 // broker is held by long-polling fetches, behind which a commit would wait.
-func (p *Producer) CommitOffsets(offsets map[string]map[int32]int64, g GroupMetadata) error {
+// It returns ErrCallTimeout when ctx ends first.
+func (p *Producer) CommitOffsets(ctx context.Context, offsets map[string]map[int32]int64, g GroupMetadata) error {
+	return p.within(ctx, "commit offsets", func() error { return p.commitOffsets(offsets, g) })
+}
+
+func (p *Producer) commitOffsets(offsets map[string]map[int32]int64, g GroupMetadata) error {
 	b, err := p.client.Coordinator(g.GroupID)
 	if err != nil {
 		return fmt.Errorf("kafka: group coordinator: %w", err)
@@ -331,8 +421,14 @@ func (p *Producer) CommitOffsets(offsets map[string]map[int32]int64, g GroupMeta
 }
 
 // Close closes the producer. It does not abort an open transaction: abort
-// first.
+// first. A producer abandoned by a call past its deadline has its
+// connections closed first, which fails the call sarama still runs; Close
+// then waits for sarama to wind down (bounded by its retries, each failing
+// at once on the closed client).
 func (p *Producer) Close() error {
+	if p.abandoned.Load() {
+		p.client.Close()
+	}
 	err := p.ap.Close()
 	p.drained.Wait()
 	p.client.Close()
