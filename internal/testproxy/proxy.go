@@ -42,7 +42,7 @@ type Proxy struct {
 	darkened atomic.Int64
 	mu       struct {
 		sync.Mutex
-		keys      []int16               // requests that darken a connection
+		keys      []int16                 // requests that darken a connection
 		listeners map[string]net.Listener // target → listener in front of it
 		conns     map[net.Conn]struct{}
 		closed    bool
