@@ -8,7 +8,8 @@ GO ?= go
 # race (see internal/engine/producer_errors_test.go), without it.
 test:
 	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -run 'TestFencedProducerIsRecreated|TestProduceErrorsAbortAndRewind' ./internal/engine
+	$(GO) test -count=1 -run 'TestFencedProducerIsRecreated|TestProduceErrorsAbortAndRewind|TestHungCoordinatorCommitTimesOut|TestStopWithHungCoordinatorIsBounded' ./internal/engine
+	$(GO) test -count=1 -run 'TestHealthzFailsWhileStalled' ./processor
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -1,0 +1,104 @@
+//go:build !race
+
+// This test drives sarama's producer through failed produce requests, where
+// sarama has a data race of its own (see
+// internal/engine/producer_errors_test.go): it runs in the race-free pass.
+
+package processor_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/processor"
+)
+
+// Every produce to the output fails: the replica aborts and rewinds in a
+// loop without ever committing. Past the stall timeout /healthz answers 503
+// naming the partition; once produce works again it answers ok.
+func TestHealthzFailsWhileStalled(t *testing.T) {
+	env := enginetest.New(t)
+	if env.Broker == nil {
+		t.Skip("injects produce errors with the embedded broker's faults")
+	}
+	in, out := env.Name("in"), env.Name("out")
+	env.CreateTopic(in, 1)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	const stallTimeout = 2 * time.Second
+	p, err := processor.New(processor.Config{Brokers: env.Brokers, ApplicationID: env.Name("app"), InstanceID: "r1",
+		Registerer: prometheus.NewRegistry(), HTTPAddr: addr, StallTimeout: stallTimeout}, copyTopic(in, out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitCode := func(path string, want int, within time.Duration) string {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for {
+			code, body := get(path)
+			if code == want {
+				return body
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still %d %q after %v, want %d", path, code, body, within, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitCode("/readyz", http.StatusOK, 60*time.Second)
+	env.Produce(in, 0, 100)
+	env.WaitCount(out, 100, 60*time.Second)
+	waitCode("/healthz", http.StatusOK, 5*time.Second)
+
+	h := env.Broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: out, Err: kerr.InvalidRecord, Count: -1})
+	env.Produce(in, 100, 100)
+	stalled := time.Now()
+	body := waitCode("/healthz", http.StatusServiceUnavailable, 30*time.Second)
+	t.Logf("/healthz after %v: %s", time.Since(stalled).Round(time.Millisecond), strings.TrimSpace(body))
+	if !strings.Contains(body, "partition "+in+"/0") || !strings.Contains(body, "aborted since the last commit") {
+		t.Errorf("/healthz does not name the stalled partition and the aborts: %q", body)
+	}
+	if s := p.Stats(); s.Aborted < 2 || s.Committed == 0 {
+		t.Errorf("stats %+v: want a loop of aborts after a commit", s)
+	}
+	if time.Since(stalled) < stallTimeout {
+		t.Errorf("/healthz failed %v after the stall began, before the stall timeout %v", time.Since(stalled), stallTimeout)
+	}
+
+	h.Remove()
+	env.WaitCount(out, 200, 60*time.Second)
+	waitCode("/healthz", http.StatusOK, 10*time.Second)
+}
