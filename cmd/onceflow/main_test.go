@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/verify"
@@ -166,4 +167,39 @@ func copyWithLineage(t *testing.T, ctx context.Context, brokers []string, from, 
 	if err := cl.ProduceSync(ctx, out...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A broker that never answers a fetch makes verify wait; it gives up after
+// --timeout with an error that says so instead of hanging.
+func TestVerifyGivesUpAfterTimeout(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	brokers := strings.Join(b.Addrs(), ",")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if code, stdout, stderr := cli(t, ctx, "produce", "-b", brokers, "-t", "in", "-n", "10"); code != 0 {
+		t.Fatalf("produce: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	// Every fetch is held until the test ends.
+	release := make(chan struct{})
+	c := b.Cluster()
+	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	defer close(release)
+	start := time.Now()
+	code, _, stderr := cli(t, ctx, "verify", "-b", brokers, "-i", "in", "-o", "in", "--timeout", "2s")
+	took := time.Since(start)
+	if code != exitError || !strings.Contains(stderr, "gave up after --timeout 2s") {
+		t.Fatalf("verify: exit %d after %v, stderr %q; want an error naming the timeout", code, took, stderr)
+	}
+	if took > 10*time.Second {
+		t.Errorf("verify took %v with --timeout 2s", took)
+	}
+	t.Logf("verify gave up after %v: %s", took.Round(time.Millisecond), strings.TrimSpace(stderr))
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/verify"
@@ -13,11 +15,12 @@ import (
 type VerifyCmd struct {
 	ClientFlags `embed:""`
 
-	Input    string `name:"input" short:"i" required:"" help:"Input topic."`
-	Output   string `name:"output" short:"o" required:"" help:"Output topic (records carry the onceflow-source header)."`
-	Truth    string `name:"truth" type:"existingfile" placeholder:"FILE" help:"Check an example's output against the truth file of 'produce --example ... --truth' instead of by lineage alone."`
-	Rejected string `name:"rejected" short:"r" placeholder:"TOPIC" help:"Rejected-records topic (with --truth)."`
-	JSON     bool   `name:"json" help:"Print the report as a JSON object."`
+	Input    string        `name:"input" short:"i" required:"" help:"Input topic."`
+	Output   string        `name:"output" short:"o" required:"" help:"Output topic (records carry the onceflow-source header)."`
+	Truth    string        `name:"truth" type:"existingfile" placeholder:"FILE" help:"Check an example's output against the truth file of 'produce --example ... --truth' instead of by lineage alone."`
+	Rejected string        `name:"rejected" short:"r" placeholder:"TOPIC" help:"Rejected-records topic (with --truth)."`
+	JSON     bool          `name:"json" help:"Print the report as a JSON object."`
+	Timeout  time.Duration `name:"timeout" default:"2m" help:"Give up with an error after this long (reading the topics to their last stable offsets)."`
 }
 
 // Validate checks that --truth and --rejected come together.
@@ -27,6 +30,8 @@ func (c *VerifyCmd) Validate() error {
 		return errors.New("--truth needs --rejected")
 	case c.Truth == "" && c.Rejected != "":
 		return errors.New("--rejected needs --truth")
+	case c.Timeout <= 0:
+		return errors.New("--timeout must be positive")
 	}
 	return nil
 }
@@ -34,7 +39,18 @@ func (c *VerifyCmd) Validate() error {
 // Run reads the topics read_committed, prints the report and fails (exit
 // 1) unless the check passes: every input has exactly one output (lineage
 // mode), or the output and rejections are what the truth says (--truth).
+// It gives up after --timeout with an error saying so.
 func (c *VerifyCmd) Run(env *Env) error {
+	ctx, cancel := context.WithTimeout(env.Ctx, c.Timeout)
+	defer cancel()
+	err := c.check(ctx, env)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && env.Ctx.Err() == nil {
+		return fmt.Errorf("verify: gave up after --timeout %v: %w", c.Timeout, err)
+	}
+	return err
+}
+
+func (c *VerifyCmd) check(ctx context.Context, env *Env) error {
 	var (
 		rep  any
 		ok   bool
@@ -45,14 +61,14 @@ func (c *VerifyCmd) Run(env *Env) error {
 		if err != nil {
 			return err
 		}
-		r, err := verify.CheckTruth(env.Ctx, c.BrokerList(), truth, c.Input, c.Output, c.Rejected)
+		r, err := verify.CheckTruth(ctx, c.BrokerList(), truth, c.Input, c.Output, c.Rejected)
 		if err != nil {
 			return err
 		}
 		rep, ok = r, r.OK
 		text = fmt.Sprintf("%s -> %s, rejected %s:\n%s", c.Input, c.Output, c.Rejected, r)
 	} else {
-		r, err := verify.Lineage(env.Ctx, c.BrokerList(), c.Input, c.Output)
+		r, err := verify.Lineage(ctx, c.BrokerList(), c.Input, c.Output)
 		if err != nil {
 			return err
 		}
