@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/processor"
 	"github.com/onceflow/onceflow/serde"
@@ -65,5 +69,39 @@ func TestRunFailsClearlyOnMissingAndUnpartneredTopics(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// Cancelled while it cannot create its producer (the coordinator refuses
+// the transactional id), Run still stops cleanly: nil, as promised.
+func TestRunReturnsNilWhenCancelledCreatingProducer(t *testing.T) {
+	env := enginetest.New(t)
+	if env.Broker == nil {
+		t.Skip("injects InitProducerID errors with the embedded broker's faults")
+	}
+	in := env.Name("in")
+	env.CreateTopic(in, 1)
+	h := env.Broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.InitProducerID}, Err: kerr.TransactionalIDAuthorizationFailed, Count: -1})
+	defer h.Remove()
+	p, err := processor.New(processor.Config{Brokers: env.Brokers, ApplicationID: env.Name("app"), InstanceID: "r1"}, copyTopic(in, env.Name("out")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if err := h.Wait(wctx, 2); err != nil {
+		t.Fatalf("the producer was not refused twice: %v", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v; want nil after a cancel", err)
+		}
+	case <-time.After(p.StopBound()):
+		t.Fatalf("Run did not return within %v of the cancel", p.StopBound())
 	}
 }
