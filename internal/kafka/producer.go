@@ -209,6 +209,13 @@ func (p *Producer) Begin() error { return p.ap.BeginTxn() }
 // Send hands m to the client. Failures surface through Err, and make the
 // open transaction abortable.
 func (p *Producer) Send(m *Message) {
+	pm := p.message(m)
+	p.sent.Add(1)
+	p.ap.Input() <- pm
+}
+
+// message converts m for sarama and tags it with the current generation.
+func (p *Producer) message(m *Message) *sarama.ProducerMessage {
 	pm := &sarama.ProducerMessage{
 		Topic:     m.Topic,
 		Partition: m.Partition,
@@ -245,8 +252,7 @@ func (p *Producer) Send(m *Message) {
 	} else {
 		pm.Metadata = p.tags.Load().plain
 	}
-	p.sent.Add(1)
-	p.ap.Input() <- pm
+	return pm
 }
 
 // TrackedOffsets waits until every tracked message sent since the last
