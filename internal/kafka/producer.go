@@ -117,7 +117,7 @@ func NewProducer(c Client, t Timeouts, transactionalID string, track bool) (*Pro
 		for e := range ap.Errors() {
 			p.mu.Lock()
 			if p.mu.err == nil {
-				p.mu.err = fmt.Errorf("kafka: produce to %s/%d: %w", e.Msg.Topic, e.Msg.Partition, e.Err)
+				p.mu.err = fmt.Errorf("kafka: produce to %s/%d: %w", e.Msg.Topic, e.Msg.Partition, named(e.Err))
 			}
 			if _, ok := e.Msg.Metadata.(tracked); ok {
 				p.mu.trackSettled++
@@ -150,7 +150,7 @@ func NewProducer(c Client, t Timeouts, transactionalID string, track bool) (*Pro
 }
 
 // Begin opens a transaction.
-func (p *Producer) Begin() error { return p.ap.BeginTxn() }
+func (p *Producer) Begin() error { return named(p.ap.BeginTxn()) }
 
 // Send hands m to the client. Failures surface through Err, and make the
 // open transaction abortable.
@@ -236,14 +236,14 @@ func (p *Producer) AddOffsets(offsets map[string]map[int32]int64, g GroupMetadat
 		id := g.InstanceID
 		meta.GroupInstanceID = &id
 	}
-	return p.ap.AddOffsetsToTxnWithGroupMetadata(req, meta)
+	return named(p.ap.AddOffsetsToTxnWithGroupMetadata(req, meta))
 }
 
 // Commit flushes every record sent and commits the transaction.
-func (p *Producer) Commit() error { return p.ap.CommitTxn() }
+func (p *Producer) Commit() error { return named(p.ap.CommitTxn()) }
 
 // Abort aborts the transaction.
-func (p *Producer) Abort() error { return p.ap.AbortTxn() }
+func (p *Producer) Abort() error { return named(p.ap.AbortTxn()) }
 
 // State classifies the producer's transaction state.
 func (p *Producer) State() TxnState {
@@ -341,10 +341,4 @@ func (p *Producer) Close() error {
 		return nil // already reported through Err
 	}
 	return err
-}
-
-// IsFenced reports whether err says another producer with the same
-// transactional id took over.
-func IsFenced(err error) bool {
-	return errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch)
 }
