@@ -61,6 +61,9 @@ type Hooks struct {
 	// BeforeApply runs after a commit, before its state reaches Pebble;
 	// returning false skips the apply, as a crash at that instant would.
 	BeforeApply func() bool
+	// RestoreWaiting runs when a restore finds a changelog partition with
+	// a transaction open and starts waiting for it to end.
+	RestoreWaiting func(topic string, partition int32)
 }
 
 // Engine is one replica.
@@ -135,7 +138,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			return err
 		}
 		defer e.db.Close()
-		e.reader = kafka.NewChangelogReader(e.cfg.Client)
+		e.reader = kafka.NewChangelogReader(e.cfg.Client, e.cfg.Timeouts.Transaction)
+		e.reader.Waiting = e.restoreWaiting
 	}
 	group, err := kafka.NewGroup(e.cfg.Client, e.cfg.Timeouts, e.cfg.AppID, e.cfg.InstanceID, 0)
 	if err != nil {

@@ -390,12 +390,15 @@ func (d *driver) commit() {
 		}
 		if err := d.applyState(); err != nil {
 			// Kafka has the transaction; local state does not. The next
-			// session restores the tail from the changelog.
-			e.log.Warn("state apply failed after commit; rewinding to restore", "error", err)
+			// session restores the tail from the changelog. The producer
+			// is created again first: its InitProducerId waits until the
+			// commit markers are written, as a new owner's restore does.
+			e.log.Warn("state apply failed after commit; recreating the producer and rewinding to restore", "error", err)
 			d.txn.Discard()
 			d.txn = nil
 			d.reset()
 			d.failed = true
+			d.dropProducer()
 			e.rewind()
 			return
 		}
@@ -464,10 +467,7 @@ func (d *driver) fail(step string, err error) {
 		d.txn = nil
 	}
 	if drop {
-		d.p.Close()
-		d.p = nil
-		e.c.recreated.Add(1)
-		e.m.recreations.Inc()
+		d.dropProducer()
 	} else {
 		d.p.Reset()
 	}
@@ -476,4 +476,13 @@ func (d *driver) fail(step string, err error) {
 	d.reset()
 	d.failed = true
 	e.rewind()
+}
+
+// dropProducer closes the producer; the engine creates a new one with the
+// same transactional id before the next session.
+func (d *driver) dropProducer() {
+	d.p.Close()
+	d.p = nil
+	d.e.c.recreated.Add(1)
+	d.e.m.recreations.Inc()
 }

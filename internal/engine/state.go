@@ -135,6 +135,17 @@ func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTa
 	return nil
 }
 
+// restoreWaiting reports a restore that waits for a changelog partition's
+// open transactions to end (the previous owner's commit markers, or a
+// dead producer's transaction until the broker aborts it).
+func (e *Engine) restoreWaiting(topic string, partition int32, stable, end int64) {
+	e.log.Named("restore").Info("changelog has a transaction open; waiting for it to end",
+		"topic", topic, "partition", partition, "last_stable_offset", stable, "end_offset", end, "within", e.cfg.Timeouts.Transaction)
+	if h := e.cfg.Hooks.RestoreWaiting; h != nil {
+		h(topic, partition)
+	}
+}
+
 // overlay holds the state writes of the record being processed, so a record
 // whose processing fails leaves no state change behind. A record rejected
 // by a gate keeps what the gates before it wrote (its event id stays
