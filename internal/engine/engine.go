@@ -48,7 +48,25 @@ type Config struct {
 	Logger         hclog.Logger
 	Registerer     prometheus.Registerer
 	Hooks          Hooks
+
+	// PurgeInterval is how often the records of repartition topics below
+	// the group's committed offsets are deleted. Zero: DefaultPurgeInterval.
+	PurgeInterval time.Duration
+	// CleanupDelay is how long the local state of a task this replica no
+	// longer owns is kept (it comes back cheaply if the task does). Zero:
+	// DefaultCleanupDelay.
+	CleanupDelay time.Duration
+	// Now is the clock of state ageing and purges. Nil: time.Now.
+	Now func() time.Time
 }
+
+// Defaults of zero Config fields.
+const (
+	// DefaultPurgeInterval is Kafka Streams' repartition.purge.interval.ms.
+	DefaultPurgeInterval = 30 * time.Second
+	// DefaultCleanupDelay is Kafka Streams' state.cleanup.delay.ms.
+	DefaultCleanupDelay = 10 * time.Minute
+)
 
 // Hooks let tests stop the loop between two steps. Nil hooks are skipped.
 type Hooks struct {
@@ -82,6 +100,8 @@ type Engine struct {
 
 	producer *kafka.Producer // owned by Run between sessions, by the driver during one
 	group    *kafka.Group
+	admin    *kafka.Admin // open for the whole Run
+	purge    purger
 
 	// State, for topologies with stores.
 	stores  map[string]storeInfo
@@ -109,7 +129,18 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 	}
 	// Repartition topics are named after the application.
 	g = g.WithPrefix(cfg.AppID)
+	if cfg.PurgeInterval == 0 {
+		cfg.PurgeInterval = DefaultPurgeInterval
+	}
+	if cfg.CleanupDelay == 0 {
+		cfg.CleanupDelay = DefaultCleanupDelay
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	e := &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected"}
+	e.purge.e = e
+	e.purge.topics = g.InternalTopics()
 	e.stores = e.storeInfos()
 	return e, nil
 }
@@ -130,6 +161,13 @@ func (e *Engine) Crash() { e.crashed.Store(true) }
 // Run prepares topics, joins the group and processes until ctx ends, then
 // commits or aborts the open transaction and leaves the group.
 func (e *Engine) Run(ctx context.Context) error {
+	admin, err := kafka.Connect(ctx, e.cfg.Client)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	e.admin = admin
+	defer admin.Close()
+	defer e.purge.wait()
 	if err := e.prepare(ctx); err != nil {
 		return err
 	}
@@ -178,7 +216,7 @@ func (e *Engine) loop(ctx context.Context) error {
 		err := e.group.Consume(sctx, e.topics, &handler{e: e, joined: ended})
 		cancel()
 		switch {
-		case errors.Is(err, kafka.ErrFencedInstance):
+		case errors.Is(err, kafka.ErrFencedInstance), errors.Is(err, kafka.ErrInternalOffsetOutOfRange):
 			return fmt.Errorf("engine: %w", err)
 		case err != nil && ctx.Err() == nil:
 			e.log.Warn("group session failed; joining again", "error", err, "backoff", backoff)
@@ -252,11 +290,7 @@ func (e *Engine) shutdown() {
 
 // prepare checks the input topics and creates the output topics.
 func (e *Engine) prepare(ctx context.Context) error {
-	admin, err := kafka.Connect(ctx, e.cfg.Client)
-	if err != nil {
-		return fmt.Errorf("engine: %w", err)
-	}
-	defer admin.Close()
+	admin := e.admin
 	sources := e.g.SourceTopics()
 	internal := e.g.InternalTopics()
 	var external []string
@@ -355,12 +389,15 @@ func (e *Engine) prepareInternal(admin *kafka.Admin, internal []string, have map
 			if !known {
 				continue
 			}
-			got, err := admin.Ensure(map[string]int32{t: n}, nil)
+			got, err := admin.Ensure(map[string]int32{t: n}, repartitionConfigs())
 			if err != nil {
 				return fmt.Errorf("engine: repartition topic: %w", err)
 			}
 			if got[t] != n {
 				return fmt.Errorf("engine: repartition topic %q has %d partitions, its writer %d: delete it to have it recreated", t, got[t], n)
+			}
+			if err := keepForever(admin, t); err != nil {
+				return err
 			}
 			have[t] = n
 			progress = true

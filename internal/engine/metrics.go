@@ -20,12 +20,13 @@ type Stats struct {
 	Expired             int64 // dedup entries expired by event time
 	ChangelogRecords    int64 // state changes sent to changelogs
 	ChangesCollapsed    int64 // state changes not sent: a later write of the same key in the same chunk replaced them
+	Purges              int64 // repartition topics purged up to the committed offsets (one per topic and purge)
 }
 
 // counters back Stats.
 type counters struct {
 	in, out, rejected, committed, aborted, recreated, sessions, restored, wipes, expired atomic.Int64
-	changelog, collapsed                                                                 atomic.Int64
+	changelog, collapsed, purges                                                         atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -42,6 +43,7 @@ func (c *counters) snapshot() Stats {
 		Expired:             c.expired.Load(),
 		ChangelogRecords:    c.changelog.Load(),
 		ChangesCollapsed:    c.collapsed.Load(),
+		Purges:              c.purges.Load(),
 	}
 }
 

@@ -32,6 +32,9 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	e.m.assignedTasks.Set(float64(n))
 	md := s.Metadata()
 	e.log.Info("session started", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(s.Claims()))
+	if err := e.checkInternalOffsets(s.Claims()); err != nil {
+		return nil, err
+	}
 	if len(e.stores) > 0 {
 		// Local state catches up with the changelogs before any input of
 		// the session is processed.
@@ -373,6 +376,7 @@ func (d *driver) commit() {
 		}
 	}
 	e.c.committed.Add(1)
+	e.purge.committed(d.offsets)
 	e.m.transactions.WithLabelValues("committed").Inc()
 	e.m.commitLatency.Observe(time.Since(start).Seconds())
 	e.m.recordsPerTxn.Observe(float64(d.records))

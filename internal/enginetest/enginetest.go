@@ -284,6 +284,63 @@ func (e *Env) EndOffsets(topic string) map[int32]int64 {
 	return out
 }
 
+// StartOffsets returns the log start offsets of topic.
+func (e *Env) StartOffsets(topic string) map[int32]int64 {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := e.adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		e.T.Fatalf("start offsets: %v", err)
+	}
+	out := map[int32]int64{}
+	resp.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out
+}
+
+// TopicConfig returns the value in force of one config of topic.
+func (e *Env) TopicConfig(topic, name string) string {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rcs, err := e.adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		e.T.Fatalf("describe configs of %s: %v", topic, err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		e.T.Fatalf("describe configs of %s: %v", topic, err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == name {
+			return c.MaybeValue()
+		}
+	}
+	e.T.Fatalf("topic %s has no config %s", topic, name)
+	return ""
+}
+
+// SetTopicConfig sets one config of topic.
+func (e *Env) SetTopicConfig(topic, name, value string) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := e.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: name, Value: &value}}, topic)
+	if err == nil {
+		for _, r := range resp {
+			if r.Err != nil {
+				err = r.Err
+			}
+		}
+	}
+	if err != nil {
+		e.T.Fatalf("set %s=%s on %s: %v", name, value, topic, err)
+	}
+}
+
 // Replica is an engine running in a goroutine.
 type Replica struct {
 	E      *engine.Engine
