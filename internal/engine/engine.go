@@ -27,6 +27,7 @@ const (
 	HeaderSource       = kafka.SourceHeader
 	HeaderRejectReason = "onceflow-reject-reason"
 	HeaderRejectError  = "onceflow-reject-error"
+	HeaderRejectNode   = "onceflow-reject-node"
 )
 
 // Rejection reasons.

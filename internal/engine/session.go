@@ -45,7 +45,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	}
 	batches := make(chan kafka.Batch, 64)
 	h.d = &driver{e: e, s: s, p: e.producer, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
-		streamTime: map[statestore.Task]time.Time{}, internal: map[string]bool{}, outCounts: map[string]int{}}
+		streamTime: map[statestore.Task]time.Time{}, internal: map[string]bool{}, pending: newTally()}
 	for _, t := range e.g.InternalTopics() {
 		h.d.internal[t] = true
 	}
@@ -88,10 +88,11 @@ type driver struct {
 	offsets      map[string]map[int32]int64
 	records      int
 	started      time.Time
-	out          []kafka.Message // outputs of the record being processed
+	out          []kafka.Message // outputs and rejections of the record being processed
+	rejects      []string        // reasons of the record's rejections
+	pending      tally           // what the open transaction will count when it commits
 	lineage      string
 	lineageBytes []byte
-	outCounts    map[string]int // outputs per topic in the current batch
 	gctx         graph.Context
 	input        graph.Input
 	inRecord     *kafka.Record
@@ -179,10 +180,6 @@ func (d *driver) process(b kafka.Batch) {
 			return
 		}
 	}
-	for topic, n := range d.outCounts {
-		e.m.recordsOut.WithLabelValues(topic).Add(float64(n))
-		delete(d.outCounts, topic)
-	}
 	if d.txn != nil {
 		d.produceChanges()
 	}
@@ -198,24 +195,27 @@ func (d *driver) process(b kafka.Batch) {
 	}
 	parts[b.Partition] = b.Records[len(b.Records)-1].Offset + 1
 	d.records += len(b.Records)
-	e.c.in.Add(int64(len(b.Records)))
-	e.m.recordsIn.WithLabelValues(task).Add(float64(len(b.Records)))
+	d.pending.in[task] += len(b.Records)
 }
 
-// handle runs one record through the graph. Its outputs and state writes
-// are held until the whole graph succeeded, so a failing record leaves no
-// partial output and no state change: it is rejected instead. A record a
-// gate rejects keeps the state the gates before it wrote. The error is a
-// state failure (the transaction cannot go on), never the record's.
+// handle runs one record through the graph. Its outputs, rejections and
+// state writes are buffered until the whole graph is done with it. A gate
+// that rejects one record in flight rolls back what that record's own path
+// buffered (graph.Context.Forward) and its siblings flow on; any other
+// failure drops everything the input record buffered and rejects it whole
+// (processing-error), so it leaves no partial output and no state change.
+// The error returned is a state failure (the transaction cannot go on),
+// never the record's.
 func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	d.out = d.out[:0]
+	d.rejects = d.rejects[:0]
 	d.inRecord = r
 	d.lineage = ""
 	d.lineageBytes = nil
 	k, v, err := src.Decode(r.Key, r.Value)
 	if err != nil {
-		d.reject(r, ReasonUndecodable, err)
-		return nil
+		d.rejectInput(ReasonUndecodable, "", err)
+		return d.stage()
 	}
 	d.input = graph.Input{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Headers: r.Headers, Value: r.Value, Timestamp: r.Timestamp}
 	var st graph.State
@@ -223,22 +223,23 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 		st = d.state
 	}
 	err = d.gctx.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.Headers, Timestamp: r.Timestamp}, d, st)
-	if rej, ok := errors.AsType[*graph.Rejection](err); ok {
-		if d.txn != nil {
-			if ferr := d.state.flush(); ferr != nil {
-				return ferr
-			}
-		}
-		d.reject(r, rej.Reason, rej)
-		return nil
-	}
 	if err != nil {
-		if d.txn != nil {
-			d.state.drop()
+		d.Rollback(graph.Mark{})
+		if rej, ok := errors.AsType[*graph.Rejection](err); ok {
+			// A graph whose source does not split records: the rejection
+			// reached the top, so the whole input is the rejected record.
+			d.rejectInput(rej.Reason, rej.Node, rej)
+		} else {
+			d.rejectInput(ReasonProcessingError, "", err)
 		}
-		d.reject(r, ReasonProcessingError, err)
-		return nil
 	}
+	return d.stage()
+}
+
+// stage moves what the record buffered into the transaction: its state
+// writes into the Txn, its outputs and rejections to the producer. They
+// are counted when the transaction commits.
+func (d *driver) stage() error {
 	if d.txn != nil {
 		if err := d.state.flush(); err != nil {
 			return err
@@ -246,9 +247,31 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	}
 	for i := range d.out {
 		d.p.Send(&d.out[i])
-		d.outCounts[d.out[i].Topic]++
+		d.pending.out[d.out[i].Topic]++
 	}
-	d.e.c.out.Add(int64(len(d.out)))
+	for _, reason := range d.rejects {
+		d.pending.rejected[reason]++
+	}
+	return nil
+}
+
+// Mark implements graph.Emitter.
+func (d *driver) Mark() graph.Mark {
+	return graph.Mark{Outputs: len(d.out), Rejections: len(d.rejects), State: len(d.state.ov.ops)}
+}
+
+// Rollback implements graph.Emitter: it drops what the record buffered
+// after m.
+func (d *driver) Rollback(m graph.Mark) {
+	clear(d.out[m.Outputs:])
+	d.out = d.out[:m.Outputs]
+	d.rejects = d.rejects[:m.Rejections]
+	d.state.ov.ops = d.state.ov.ops[:m.State]
+}
+
+// Reject implements graph.Emitter: a gate rejected one record in flight.
+func (d *driver) Reject(rej *graph.Rejection) error {
+	d.rejectInput(rej.Reason, rej.Node, rej)
 	return nil
 }
 
@@ -301,12 +324,17 @@ func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, t
 	return nil
 }
 
-// reject writes r to the rejected-records topic with its reason.
-func (d *driver) reject(r *kafka.Record, reason string, cause error) {
+// rejectInput buffers the input record for the rejected-records topic
+// with the reason, the node that rejected it (empty for the runtime's own
+// rejections) and the cause.
+func (d *driver) rejectInput(reason, node string, cause error) {
 	e := d.e
-	hs := make([]graph.Header, 0, len(r.Headers)+3)
+	r := d.inRecord
+	hs := make([]graph.Header, 0, len(r.Headers)+4)
 	for _, h := range r.Headers {
-		if h.Key != HeaderSource && h.Key != HeaderRejectReason && h.Key != HeaderRejectError {
+		switch h.Key {
+		case HeaderSource, HeaderRejectReason, HeaderRejectError, HeaderRejectNode:
+		default:
 			hs = append(hs, h)
 		}
 	}
@@ -315,7 +343,10 @@ func (d *driver) reject(r *kafka.Record, reason string, cause error) {
 		graph.Header{Key: HeaderSource, Value: []byte(d.source())},
 		graph.Header{Key: HeaderRejectError, Value: []byte(cause.Error())},
 	)
-	d.p.Send(&kafka.Message{
+	if node != "" {
+		hs = append(hs, graph.Header{Key: HeaderRejectNode, Value: []byte(node)})
+	}
+	d.out = append(d.out, kafka.Message{
 		Topic:     e.rejected,
 		Partition: r.Partition % e.rejectedParts,
 		Key:       r.Key,
@@ -323,9 +354,8 @@ func (d *driver) reject(r *kafka.Record, reason string, cause error) {
 		Headers:   hs,
 		Timestamp: r.Timestamp,
 	})
-	e.c.rejected.Add(1)
-	e.m.rejected.WithLabelValues(reason).Inc()
-	e.log.Debug("record rejected", "reason", reason, "source", d.source(), "error", cause)
+	d.rejects = append(d.rejects, reason)
+	e.log.Debug("record rejected", "reason", reason, "node", node, "source", d.source(), "error", cause)
 }
 
 // commit ends the interval: offsets and outputs commit together.
@@ -378,6 +408,7 @@ func (d *driver) commit() {
 	e.c.committed.Add(1)
 	e.purge.committed(d.offsets)
 	e.m.transactions.WithLabelValues("committed").Inc()
+	d.pending.count(e)
 	e.m.commitLatency.Observe(time.Since(start).Seconds())
 	e.m.recordsPerTxn.Observe(float64(d.records))
 	if d.txn != nil {
@@ -436,6 +467,45 @@ func (d *driver) reset() {
 	d.open = false
 	d.records = 0
 	clear(d.offsets)
+	d.pending.clear()
+}
+
+// tally counts what the open transaction consumed, produced and rejected;
+// it reaches the counters and metrics only when the transaction commits,
+// so a record processed again after an abort is counted once.
+type tally struct {
+	in       map[string]int // by task
+	out      map[string]int // by topic (rejected records included)
+	rejected map[string]int // by reason
+}
+
+func newTally() tally {
+	return tally{in: map[string]int{}, out: map[string]int{}, rejected: map[string]int{}}
+}
+
+func (t tally) count(e *Engine) {
+	for task, n := range t.in {
+		e.c.in.Add(int64(n))
+		e.m.recordsIn.WithLabelValues(task).Add(float64(n))
+	}
+	for topic, n := range t.out {
+		if topic == e.rejected {
+			continue
+		}
+		e.c.out.Add(int64(n))
+		e.m.recordsOut.WithLabelValues(topic).Add(float64(n))
+	}
+	for reason, n := range t.rejected {
+		e.c.rejected.Add(int64(n))
+		e.m.rejected.WithLabelValues(reason).Add(float64(n))
+	}
+	t.clear()
+}
+
+func (t tally) clear() {
+	clear(t.in)
+	clear(t.out)
+	clear(t.rejected)
 }
 
 // fail aborts the open transaction (or, when that is impossible, drops the

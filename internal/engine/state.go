@@ -310,8 +310,6 @@ func (ts *taskState) flush() error {
 	return nil
 }
 
-func (ts *taskState) drop() { ts.ov.ops = ts.ov.ops[:0] }
-
 // checkStore refuses a store the task's sub-topology does not declare.
 func (d *driver) checkStore(store string, task statestore.Task) error {
 	s, ok := d.e.stores[store]
