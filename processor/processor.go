@@ -69,6 +69,13 @@ type Config struct {
 	// stores). Default "": state lives in memory and every start restores
 	// it from the changelogs. Give each replica its own directory.
 	StateDir string
+	// StateCleanupDelay: how long the local state of a task that moved to
+	// another replica is kept (it comes back cheaply if the task does)
+	// before it is deleted, like Kafka Streams' state.cleanup.delay.ms.
+	// Default 10 min. Independently of it, a task's state older than its
+	// changelog's delete.retention.ms is never restored from: it is wiped
+	// and restored fully.
+	StateCleanupDelay time.Duration
 	// TLS enables TLS with this configuration. Default: plaintext.
 	TLS *tls.Config
 	// SASLMechanism: "" (none) or "PLAIN", with SASLUser and SASLPassword.
@@ -119,7 +126,7 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"session timeout", c.SessionTimeout}, {"transaction timeout", c.TransactionTimeout}, {"rebalance timeout", c.RebalanceTimeout}} {
+	}{{"session timeout", c.SessionTimeout}, {"transaction timeout", c.TransactionTimeout}, {"rebalance timeout", c.RebalanceTimeout}, {"state cleanup delay", c.StateCleanupDelay}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s %v is negative", d.name, d.v))
 		}
@@ -200,6 +207,7 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 		CommitInterval: cfg.CommitInterval,
 		CommitRecords:  cfg.CommitRecords,
 		StateDir:       cfg.StateDir,
+		CleanupDelay:   cfg.StateCleanupDelay,
 		Logger:         log.Named("processor").With("instance", cfg.InstanceID),
 		Registerer:     cfg.Registerer,
 	}, g)

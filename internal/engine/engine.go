@@ -110,6 +110,8 @@ type Engine struct {
 	db      *statestore.DB
 	reader  *kafka.ChangelogReader
 
+	deleteRetention map[string]time.Duration // each changelog's delete.retention.ms
+
 	ready   atomic.Bool
 	crashed atomic.Bool
 	mu      struct {
@@ -361,6 +363,9 @@ func (e *Engine) prepare(ctx context.Context) error {
 			if n != changelogs[t] {
 				return fmt.Errorf("engine: changelog %q has %d partitions, its sub-topology %d: delete it or restore the input's partition count", t, n, changelogs[t])
 			}
+		}
+		if err := e.readDeleteRetention(admin); err != nil {
+			return err
 		}
 	}
 	e.sinkParts = parts

@@ -16,17 +16,18 @@ type Stats struct {
 	ProducerRecreations int64 // producers closed and created again after fencing or an unknown outcome
 	Sessions            int64 // group sessions (generations) this replica took part in
 	Restored            int64 // changelog records replayed into local state
-	Wipes               int64 // task stores wiped because the changelog no longer held their offset
+	Wipes               int64 // task stores wiped before a restore: the changelog no longer held their offset, or the state was older than its tombstone retention
 	Expired             int64 // dedup entries expired by event time
 	ChangelogRecords    int64 // state changes sent to changelogs
 	ChangesCollapsed    int64 // state changes not sent: a later write of the same key in the same chunk replaced them
 	Purges              int64 // repartition topics purged up to the committed offsets (one per topic and purge)
+	Dropped             int64 // task stores deleted because the replica had not owned the task for the cleanup delay
 }
 
 // counters back Stats.
 type counters struct {
 	in, out, rejected, committed, aborted, recreated, sessions, restored, wipes, expired atomic.Int64
-	changelog, collapsed, purges                                                         atomic.Int64
+	changelog, collapsed, purges, dropped                                                atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -44,6 +45,7 @@ func (c *counters) snapshot() Stats {
 		ChangelogRecords:    c.changelog.Load(),
 		ChangesCollapsed:    c.collapsed.Load(),
 		Purges:              c.purges.Load(),
+		Dropped:             c.dropped.Load(),
 	}
 }
 

@@ -35,6 +35,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	if err := e.checkInternalOffsets(s.Claims()); err != nil {
 		return nil, err
 	}
+	var keep keeper
 	if len(e.stores) > 0 {
 		// Local state catches up with the changelogs before any input of
 		// the session is processed.
@@ -42,9 +43,14 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 			e.log.Warn("restore failed; the session ends and the replica joins again", "error", err)
 			return nil, err
 		}
+		owned := e.storeTasks(s.Claims())
+		if err := e.dropUnowned(owned); err != nil {
+			e.log.Warn("state cleanup failed", "error", err)
+		}
+		keep = keeper{owned: owned, marked: e.cfg.Now(), cleaned: e.cfg.Now()}
 	}
 	batches := make(chan kafka.Batch, 64)
-	h.d = &driver{e: e, s: s, p: e.producer, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
+	h.d = &driver{e: e, s: s, p: e.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
 		streamTime: map[statestore.Task]time.Time{}, internal: map[string]bool{}, pending: newTally()}
 	for _, t := range e.g.InternalTopics() {
 		h.d.internal[t] = true
@@ -101,6 +107,7 @@ type driver struct {
 
 	// State (topologies with stores).
 	txn         *statestore.Txn
+	keep        keeper
 	state       *taskState
 	changesSent int
 	seen        map[changeKey]struct{} // scratch of produceChanges
@@ -362,6 +369,7 @@ func (d *driver) rejectInput(reason, node string, cause error) {
 func (d *driver) commit() {
 	e := d.e
 	start := time.Now()
+	began := e.cfg.Now()
 	if d.txn != nil {
 		if err := d.expireDedup(); err != nil {
 			d.fail("expire", err)
@@ -438,6 +446,7 @@ func (d *driver) commit() {
 			return
 		}
 		d.txn = nil
+		d.keep.committed(e, began)
 	}
 	d.reset()
 }

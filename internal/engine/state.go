@@ -58,28 +58,43 @@ func (e *Engine) openState() error {
 
 // restoreTasks brings the local state of every task of the session up to
 // its changelogs before any input is processed: from the offset the local
-// state records, or, when the changelog no longer holds it, from the start
-// after wiping that task's keyspace.
+// state records, or from the start after wiping that task's keyspace when
+// the changelog no longer holds that offset or the state is too old to
+// trust (see stale). Each restored task is then marked owned as of the
+// session's start.
 func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) error {
+	began := e.cfg.Now()
+	for _, st := range e.storeTasks(claims) {
+		if err := e.restore(ctx, e.stores[st.Store], st); err != nil {
+			return err
+		}
+		if err := e.db.MarkOwned(began, st); err != nil {
+			return fmt.Errorf("engine: restore %s: %w", st, err)
+		}
+	}
+	return nil
+}
+
+// storeTasks lists the (store, task) pairs of the claimed partitions, in
+// a stable order.
+func (e *Engine) storeTasks(claims map[string][]int32) []statestore.StoreTask {
+	var out []statestore.StoreTask
 	done := map[statestore.StoreTask]bool{}
 	for _, topic := range slices.Sorted(maps.Keys(claims)) {
 		sub := e.g.SubTopologyOf(topic)
 		for _, p := range claims[topic] {
 			task := statestore.Task{SubTopology: sub, Partition: p}
 			for _, name := range slices.Sorted(maps.Keys(e.stores)) {
-				s := e.stores[name]
 				st := statestore.StoreTask{Store: name, Task: task}
-				if s.sub != sub || done[st] {
+				if e.stores[name].sub != sub || done[st] {
 					continue
 				}
 				done[st] = true
-				if err := e.restore(ctx, s, st); err != nil {
-					return err
-				}
+				out = append(out, st)
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTask) error {
@@ -87,6 +102,22 @@ func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTa
 	from, ok, err := e.db.Offset(st.Store, st.Task)
 	if err != nil {
 		return fmt.Errorf("engine: restore %s: %w", st, err)
+	}
+	if ok {
+		stale, why, err := e.stale(s, st)
+		if err != nil {
+			return err
+		}
+		if stale {
+			log.Warn("local state is older than the changelog's tombstone retention; wiping the task's store and restoring it fully", "offset", from, "reason", why)
+			e.c.wipes.Add(1)
+			if err := e.db.Wipe(st.Store, st.Task); err != nil {
+				return fmt.Errorf("engine: wipe %s: %w", st, err)
+			}
+			if from, _, err = e.reader.Bounds(ctx, s.topic, st.Task.Partition); err != nil {
+				return fmt.Errorf("engine: restore %s: %w", st, err)
+			}
+		}
 	}
 	if !ok {
 		from = 0
