@@ -95,9 +95,13 @@ type Engine struct {
 	rejected string
 
 	// Set once in Run before any session starts.
-	sinkParts     map[string]int32
-	rejectedParts int32
-	topics        []string
+	sinkParts      map[string]int32
+	rejectedParts  int32
+	topics         []string
+	limit          sizeLimit
+	changelogParts map[string]int32 // grown at session start when inputs grew
+
+	repeats repeats
 
 	producer *kafka.Producer // owned by Run between sessions, by the driver during one
 	group    *kafka.Group
@@ -117,6 +121,7 @@ type Engine struct {
 	mu      struct {
 		sync.Mutex
 		cancelSession context.CancelFunc
+		stopped       error // set once: Run returns it
 	}
 }
 
@@ -218,6 +223,9 @@ func (e *Engine) loop(ctx context.Context) error {
 		ended := time.Now()
 		err := e.group.Consume(sctx, e.topics, &handler{e: e, joined: ended})
 		cancel()
+		if serr := e.stopped(); serr != nil {
+			return serr
+		}
 		switch {
 		case errors.Is(err, kafka.ErrFencedInstance), errors.Is(err, kafka.ErrInternalOffsetOutOfRange):
 			return fmt.Errorf("engine: %w", err)
@@ -244,7 +252,7 @@ func (e *Engine) newProducer(ctx context.Context) (*kafka.Producer, error) {
 	}
 	wait := 200 * time.Millisecond
 	for {
-		p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID, e.g.Stateful())
+		p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID, e.g.Stateful(), e.limit.producerMax())
 		if err == nil {
 			return p, nil
 		}
@@ -268,6 +276,25 @@ func (e *Engine) rewind() {
 	if cancel != nil {
 		cancel()
 	}
+}
+
+// stop ends the replica with err: the current session ends and Run
+// returns err.
+func (e *Engine) stop(err error) {
+	e.mu.Lock()
+	if e.mu.stopped == nil {
+		e.mu.stopped = err
+	}
+	e.mu.Unlock()
+	e.log.Error("stopping the replica", "error", err)
+	e.rewind()
+}
+
+// stopped is the error the replica stops with, if any.
+func (e *Engine) stopped() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.mu.stopped
 }
 
 func (e *Engine) shutdown() {
@@ -345,6 +372,8 @@ func (e *Engine) prepare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	written := slices.Collect(maps.Keys(parts))
+	e.changelogParts = map[string]int32{}
 	if len(e.stores) > 0 {
 		changelogs := map[string]int32{}
 		for _, s := range e.stores {
@@ -360,14 +389,17 @@ func (e *Engine) prepare(ctx context.Context) error {
 			return fmt.Errorf("engine: changelogs: %w", err)
 		}
 		for t, n := range cl {
-			if n != changelogs[t] {
-				return fmt.Errorf("engine: changelog %q has %d partitions, its sub-topology %d: delete it or restore the input's partition count", t, n, changelogs[t])
+			if n, err = e.growChangelog(admin, t, n, changelogs[t]); err != nil {
+				return err
 			}
+			e.changelogParts[t] = n
+			written = append(written, t)
 		}
 		if err := e.readDeleteRetention(admin); err != nil {
 			return err
 		}
 	}
+	e.readLimits(admin, written)
 	e.sinkParts = parts
 	e.rejectedParts = parts[e.rejected]
 	e.topics = sources
@@ -398,6 +430,13 @@ func (e *Engine) prepareInternal(admin *kafka.Admin, internal []string, have map
 			got, err := admin.Ensure(map[string]int32{t: n}, repartitionConfigs())
 			if err != nil {
 				return fmt.Errorf("engine: repartition topic: %w", err)
+			}
+			if got[t] < n {
+				e.log.Warn("the writer of a repartition topic has more partitions than the topic; adding partitions", "topic", t, "partitions", got[t], "writer", n)
+				if err := admin.GrowPartitions(t, n); err != nil {
+					return fmt.Errorf("engine: repartition topic %q has %d partitions, its writer %d: %w", t, got[t], n, err)
+				}
+				got[t] = n
 			}
 			if got[t] != n {
 				return fmt.Errorf("engine: repartition topic %q has %d partitions, its writer %d: delete it to have it recreated", t, got[t], n)

@@ -52,7 +52,7 @@ func TestFencedProducerIsRecreated(t *testing.T) {
 		}
 	}()
 	time.Sleep(200 * time.Millisecond)
-	intruder, err := kafka.NewProducer(kafka.Client{Brokers: env.Brokers}, kafka.Timeouts{}, app+"-a", false)
+	intruder, err := kafka.NewProducer(kafka.Client{Brokers: env.Brokers}, kafka.Timeouts{}, app+"-a", false, 0)
 	if err != nil {
 		t.Fatalf("intruding producer: %v", err)
 	}

@@ -37,6 +37,10 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	}
 	var keep keeper
 	if len(e.stores) > 0 {
+		if err := e.growChangelogsFor(s.Context(), s.Claims()); err != nil {
+			e.log.Warn("changelog partitions missing; the session ends and the replica joins again", "error", err)
+			return nil, err
+		}
 		// Local state catches up with the changelogs before any input of
 		// the session is processed.
 		if err := e.restoreTasks(s.Context(), s.Claims()); err != nil {
@@ -51,7 +55,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	}
 	batches := make(chan kafka.Batch, 64)
 	h.d = &driver{e: e, s: s, p: e.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
-		streamTime: map[statestore.Task]time.Time{}, internal: map[string]bool{}, pending: newTally()}
+		starts: map[string]map[int32]int64{}, streamTime: map[statestore.Task]time.Time{}, internal: map[string]bool{}, pending: newTally()}
 	for _, t := range e.g.InternalTopics() {
 		h.d.internal[t] = true
 	}
@@ -92,6 +96,7 @@ type driver struct {
 	open         bool // a transaction (or an at-least-once interval) has records
 	failed       bool // the session is being rewound; process nothing more
 	offsets      map[string]map[int32]int64
+	starts       map[string]map[int32]int64 // offset of each partition's first record in the transaction
 	records      int
 	started      time.Time
 	out          []kafka.Message // outputs and rejections of the record being processed
@@ -102,6 +107,7 @@ type driver struct {
 	gctx         graph.Context
 	input        graph.Input
 	inRecord     *kafka.Record
+	tooLarge     error // an output or state change of the record no topic accepts
 
 	internal map[string]bool // repartition topics
 
@@ -176,6 +182,7 @@ func (d *driver) process(b kafka.Batch) {
 		return
 	}
 	e := d.e
+	d.noteStart(b)
 	src := e.g.Source(b.Topic)
 	sub := e.g.SubTopologyOf(b.Topic)
 	task := taskName(sub, b.Partition)
@@ -230,6 +237,14 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 		st = d.state
 	}
 	err = d.gctx.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.Headers, Timestamp: r.Timestamp}, d, st)
+	if tl := d.takeTooLarge(); tl != nil {
+		// An output or state change no topic accepts: the input record is
+		// rejected whole, without its outputs and state writes, rather than
+		// failing every transaction that holds it.
+		d.Rollback(graph.Mark{})
+		d.rejectInput(ReasonTooLarge, "", tl)
+		return d.stage()
+	}
 	if err != nil {
 		d.Rollback(graph.Mark{})
 		if rej, ok := errors.AsType[*graph.Rejection](err); ok {
@@ -319,6 +334,9 @@ func (d *driver) sourceBytes() []byte {
 // The headers are the record's own (shared, never modified); the producer
 // writes the lineage after them.
 func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
+	if err := d.checkSize(topic, key, value, headers, d.sourceBytes()); err != nil {
+		return err
+	}
 	d.out = append(d.out, kafka.Message{
 		Topic:     topic,
 		Partition: kafka.Partition(key, d.inRecord.Partition, d.e.sinkParts[topic]),
@@ -345,6 +363,7 @@ func (d *driver) rejectInput(reason, node string, cause error) {
 			hs = append(hs, h)
 		}
 	}
+	own := len(hs)
 	hs = append(hs,
 		graph.Header{Key: HeaderRejectReason, Value: []byte(reason)},
 		graph.Header{Key: HeaderSource, Value: []byte(d.source())},
@@ -353,14 +372,16 @@ func (d *driver) rejectInput(reason, node string, cause error) {
 	if node != "" {
 		hs = append(hs, graph.Header{Key: HeaderRejectNode, Value: []byte(node)})
 	}
-	d.out = append(d.out, kafka.Message{
+	m := kafka.Message{
 		Topic:     e.rejected,
 		Partition: r.Partition % e.rejectedParts,
 		Key:       r.Key,
 		Value:     r.Value,
 		Headers:   hs,
 		Timestamp: r.Timestamp,
-	})
+	}
+	d.fitRejected(&m, own)
+	d.out = append(d.out, m)
 	d.rejects = append(d.rejects, reason)
 	e.log.Debug("record rejected", "reason", reason, "node", node, "source", d.source(), "error", cause)
 }
@@ -413,6 +434,7 @@ func (d *driver) commit() {
 			return
 		}
 	}
+	e.repeats.committed(d.offsets)
 	e.c.committed.Add(1)
 	e.purge.committed(d.offsets)
 	e.m.transactions.WithLabelValues("committed").Inc()
@@ -476,6 +498,7 @@ func (d *driver) reset() {
 	d.open = false
 	d.records = 0
 	clear(d.offsets)
+	clear(d.starts)
 	d.pending.clear()
 }
 
@@ -556,8 +579,13 @@ func (d *driver) fail(step string, err error) {
 	}
 	e.c.aborted.Add(1)
 	e.m.transactions.WithLabelValues("aborted").Inc()
+	stop := e.repeats.failed(d.starts, step, err)
 	d.reset()
 	d.failed = true
+	if stop != nil {
+		e.stop(stop)
+		return
+	}
 	e.rewind()
 }
 

@@ -235,12 +235,18 @@ func (ts *taskState) Put(store string, key, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
+	if err := ts.d.checkChange(store, key, value); err != nil {
+		return err
+	}
 	ts.ov.ops = append(ts.ov.ops, op{store: store, key: slices.Clone(key), value: slices.Clone(value)})
 	return nil
 }
 
 func (ts *taskState) Delete(store string, key []byte) error {
 	if err := ts.d.checkStore(store, ts.task); err != nil {
+		return err
+	}
+	if err := ts.d.checkChange(store, key, nil); err != nil {
 		return err
 	}
 	ts.ov.ops = append(ts.ov.ops, op{store: store, key: slices.Clone(key), deleted: true})
@@ -315,6 +321,9 @@ func (ts *taskState) Dedup(store string, eventID []byte, hash [32]byte, eventTim
 		return graph.DedupConflict, nil
 	}
 	entry := statestore.DedupEntry{FirstSeen: eventTime, Source: ts.d.source(), PayloadHash: hash}
+	if err := ts.d.checkDedupChange(store, eventID, entry); err != nil {
+		return 0, err
+	}
 	ts.ov.ops = append(ts.ov.ops, op{store: store, key: slices.Clone(eventID), dedup: &entry, fresh: !seen && !inOverlay})
 	return graph.DedupNew, nil
 }

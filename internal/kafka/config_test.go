@@ -26,7 +26,7 @@ func TestTxnRetryBackoff(t *testing.T) {
 	if total < 2*time.Second {
 		t.Errorf("50 retries wait %v in all; want at least 2s", total)
 	}
-	cfg := producerConfig(Client{Brokers: []string{"b:9092"}}, Timeouts{}.WithDefaults(), "tx")
+	cfg := producerConfig(Client{Brokers: []string{"b:9092"}}, Timeouts{}.WithDefaults(), "tx", 0)
 	if cfg.Producer.Transaction.Retry.BackoffFunc == nil {
 		t.Error("the transactional producer does not use txnRetryBackoff")
 	}

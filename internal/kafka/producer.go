@@ -95,8 +95,10 @@ type Producer struct {
 // the id with the coordinator (fencing any previous producer with that id
 // and aborting its open transaction). With track, the offsets of messages
 // sent with Track are recorded (it costs a hand-off per record).
-func NewProducer(c Client, t Timeouts, transactionalID string, track bool) (*Producer, error) {
-	cfg := producerConfig(c, t.WithDefaults(), transactionalID)
+// maxMessageBytes bounds one record and one partition's batch, as sarama
+// counts them (0: 1 MiB); see Admin.MaxMessageBytes.
+func NewProducer(c Client, t Timeouts, transactionalID string, track bool, maxMessageBytes int) (*Producer, error) {
+	cfg := producerConfig(c, t.WithDefaults(), transactionalID, maxMessageBytes)
 	if track {
 		cfg.Producer.Return.Successes = true
 	}
