@@ -26,8 +26,9 @@ const HeaderRejectTruncated = "onceflow-reject-truncated"
 // (Producer.MaxMessageBytes), whatever their topic. So it is the smallest
 // max.message.bytes among those topics.
 type sizeLimit struct {
-	batch int    // bytes a batch may take on the wire, header included
-	topic string // the topic whose max.message.bytes that is
+	batch int            // bytes a batch may take on the wire, header included
+	topic string         // the topic whose max.message.bytes that is
+	of    map[string]int // max.message.bytes of each topic written
 }
 
 // producerMax is the producer's MaxMessageBytes: a partition's records, as
@@ -40,10 +41,10 @@ func (e *Engine) readLimits(admin *kafka.Admin, written []string) {
 	slices.Sort(written)
 	written = slices.Compact(written)
 	limits, fallback := admin.MaxMessageBytes(written...)
-	e.limit = sizeLimit{}
+	e.limit = sizeLimit{of: limits}
 	for _, t := range written {
 		if e.limit.topic == "" || limits[t] < e.limit.batch {
-			e.limit = sizeLimit{batch: limits[t], topic: t}
+			e.limit.batch, e.limit.topic = limits[t], t
 		}
 	}
 	if len(fallback) > 0 {
@@ -60,12 +61,12 @@ type errTooLarge struct {
 }
 
 func (e *errTooLarge) Error() string {
-	from := ""
-	if e.limit.topic != e.topic {
-		from = ", the smallest among the topics the application writes"
+	if e.limit.of[e.topic] == e.limit.batch {
+		return fmt.Sprintf("engine: a record of %d bytes for %s exceeds the limit of %d bytes (max.message.bytes of %s)",
+			e.size, e.topic, e.limit.batch, e.topic)
 	}
-	return fmt.Sprintf("engine: a record of %d bytes for %s exceeds the limit of %d bytes (max.message.bytes of %s%s)",
-		e.size, e.topic, e.limit.batch, e.limit.topic, from)
+	return fmt.Sprintf("engine: a record of %d bytes for %s exceeds the limit of %d bytes (max.message.bytes of %s, the smallest among the topics the application writes)",
+		e.size, e.topic, e.limit.batch, e.limit.topic)
 }
 
 // recordBytes bounds what one record takes in a batch of its own, as a

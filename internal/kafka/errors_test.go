@@ -89,7 +89,7 @@ func TestCommitFencedByBroker(t *testing.T) {
 	})
 	client := Client{Brokers: b.Addrs()}
 	send := func(value string) error {
-		p, err := NewProducer(client, Timeouts{}, "fenced-txn", false)
+		p, err := NewProducer(client, Timeouts{}, "fenced-txn", false, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
