@@ -45,10 +45,13 @@ type Config struct {
 	ExactlyOnce    bool
 	CommitInterval time.Duration
 	CommitRecords  int
-	StateDir       string // "" keeps state in memory (restored from changelogs at every start)
-	Logger         hclog.Logger
-	Registerer     prometheus.Registerer
-	Hooks          Hooks
+	// MaxClockSkew is how far ahead of the wall clock a record's timestamp
+	// may move a task's stream time. Zero: 1 hour.
+	MaxClockSkew time.Duration
+	StateDir     string // "" keeps state in memory (restored from changelogs at every start)
+	Logger       hclog.Logger
+	Registerer   prometheus.Registerer
+	Hooks        Hooks
 
 	// PurgeInterval is how often the records of repartition topics below
 	// the group's committed offsets are deleted. Zero: DefaultPurgeInterval.
@@ -57,7 +60,8 @@ type Config struct {
 	// longer owns is kept (it comes back cheaply if the task does). Zero:
 	// DefaultCleanupDelay.
 	CleanupDelay time.Duration
-	// Now is the clock of state ageing and purges. Nil: time.Now.
+	// Now is the clock of state ageing, purges and the stream time bound.
+	// Nil: time.Now.
 	Now func() time.Time
 }
 
@@ -109,10 +113,11 @@ type Engine struct {
 	purge    purger
 
 	// State, for topologies with stores.
-	stores  map[string]storeInfo
-	byTopic map[string]string // changelog topic → store
-	db      *statestore.DB
-	reader  *kafka.ChangelogReader
+	stores      map[string]storeInfo
+	byTopic     map[string]string // changelog topic → store
+	dedupStores []string          // sorted
+	db          *statestore.DB
+	reader      *kafka.ChangelogReader
 
 	deleteRetention map[string]time.Duration // each changelog's delete.retention.ms
 
@@ -134,6 +139,9 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 	m, err := newMetrics(cfg.Registerer, cfg.AppID, cfg.InstanceID)
 	if err != nil {
 		return nil, fmt.Errorf("engine: register metrics: %w", err)
+	}
+	if cfg.MaxClockSkew <= 0 {
+		cfg.MaxClockSkew = time.Hour
 	}
 	// Repartition topics are named after the application.
 	g = g.WithPrefix(cfg.AppID)

@@ -8,7 +8,7 @@ import (
 
 // Stats is a snapshot of a replica's counters since it started.
 type Stats struct {
-	RecordsIn           int64 // consumed records processed (in committed or aborted transactions)
+	RecordsIn           int64 // consumed records processed, counted when their transaction commits
 	RecordsOut          int64 // records sent to output topics
 	Rejected            int64 // records sent to the rejected-records topic
 	Committed           int64 // transactions (or at-least-once commits) that succeeded
@@ -66,6 +66,7 @@ type metrics struct {
 	restored       prometheus.Counter
 	restoreTime    prometheus.Histogram
 	stateChanges   *prometheus.CounterVec
+	skewed         prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, error) {
@@ -103,10 +104,12 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
 		stateChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_state_changes_total",
 			Help: "State writes, by what became of them: sent to the changelog, or collapsed into a later write of the same key.", ConstLabels: labels}, []string{"outcome"}),
+		skewed: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_clock_skewed_records_total",
+			Help: "Records stamped further ahead of the wall clock than the allowed skew (their stream time was held at the bound).", ConstLabels: labels}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.recordsIn, m.recordsOut, m.rejected, m.transactions, m.commitLatency,
-			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges} {
+			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges, m.skewed} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -55,7 +55,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	}
 	batches := make(chan kafka.Batch, 64)
 	h.d = &driver{e: e, s: s, p: e.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
-		starts: map[string]map[int32]int64{}, streamTime: map[statestore.Task]time.Time{}, internal: map[string]bool{}, pending: newTally()}
+		starts: map[string]map[int32]int64{}, streamTime: map[statestore.Task]time.Time{}, skewLogged: map[statestore.Task]bool{}, internal: map[string]bool{}, pending: newTally()}
 	for _, t := range e.g.InternalTopics() {
 		h.d.internal[t] = true
 	}
@@ -119,6 +119,7 @@ type driver struct {
 	seen        map[changeKey]struct{} // scratch of produceChanges
 	send        []bool                 // scratch of produceChanges
 	streamTime  map[statestore.Task]time.Time
+	skewLogged  map[statestore.Task]bool
 
 	deadline *time.Timer
 }

@@ -44,6 +44,7 @@ func (e *Engine) openState() error {
 		}
 	}
 	slices.Sort(dedup)
+	e.dedupStores = dedup
 	db, err := statestore.Open(e.cfg.StateDir, statestore.Options{Logger: e.log.Named("state"), DedupStores: dedup})
 	if err != nil {
 		return fmt.Errorf("engine: state: %w", err)
@@ -310,17 +311,24 @@ func (ts *taskState) Dedup(store string, eventID []byte, hash [32]byte, eventTim
 			return 0, err
 		}
 	}
-	ts.d.observeTime(ts.task, eventTime)
+	now, err := ts.d.observeTime(ts.task, eventTime)
+	if err != nil {
+		return 0, err
+	}
 	// An entry older than the retention (by stream time) counts as gone
 	// even before the expiry at commit removes it.
-	expired := seen && prev.FirstSeen.Before(ts.d.streamTime[ts.task].Add(-ts.d.e.stores[store].Retention))
+	expired := seen && prev.FirstSeen.Before(now.Add(-ts.d.e.stores[store].Retention))
 	if seen && !expired {
 		if prev.PayloadHash == hash {
 			return graph.DedupDuplicate, nil
 		}
 		return graph.DedupConflict, nil
 	}
-	entry := statestore.DedupEntry{FirstSeen: eventTime, Source: ts.d.source(), PayloadHash: hash}
+	// The entry is stamped with the task's stream time, not the record's
+	// own timestamp: it is remembered for the retention from when the task
+	// saw it, however late the record was stamped, and the latest stamp
+	// restores the stream time after a restart or a move.
+	entry := statestore.DedupEntry{FirstSeen: now, Source: ts.d.source(), PayloadHash: hash}
 	if err := ts.d.checkDedupChange(store, eventID, entry); err != nil {
 		return 0, err
 	}
@@ -365,11 +373,52 @@ func (d *driver) checkStore(store string, task statestore.Task) error {
 	return nil
 }
 
-// observeTime advances a task's stream time (the largest event time seen).
-func (d *driver) observeTime(task statestore.Task, t time.Time) {
-	if t.After(d.streamTime[task]) {
-		d.streamTime[task] = t
+// observeTime advances a task's stream time (the largest event time seen)
+// and returns it. A timestamp more than MaxClockSkew ahead of the wall
+// clock advances it only to that bound: one record stamped years ahead
+// must not expire every dedup entry. A task's stream time is recovered, the
+// first time a session sees the task, from the latest entry of its dedup
+// stores (which the changelog carries), so it survives restarts and moves.
+func (d *driver) observeTime(task statestore.Task, t time.Time) (time.Time, error) {
+	now, ok := d.streamTime[task]
+	if !ok {
+		var err error
+		if now, err = d.recoverStreamTime(task); err != nil {
+			return time.Time{}, err
+		}
 	}
+	if limit := d.e.cfg.Now().Add(d.e.cfg.MaxClockSkew); t.After(limit) {
+		d.e.m.skewed.Inc()
+		if !d.skewLogged[task] {
+			d.skewLogged[task] = true
+			d.e.log.Warn("record timestamp is beyond the wall clock plus the allowed skew; stream time advances only to that bound (logged once per task and session)",
+				"task", task.String(), "source", d.source(), "timestamp", t, "max_clock_skew", d.e.cfg.MaxClockSkew)
+		}
+		t = limit
+	}
+	if t.After(now) {
+		now = t
+	}
+	d.streamTime[task] = now
+	return now, nil
+}
+
+// recoverStreamTime reads a task's stream time back from its dedup stores.
+func (d *driver) recoverStreamTime(task statestore.Task) (time.Time, error) {
+	var now time.Time
+	for _, name := range d.e.dedupStores {
+		if d.e.stores[name].sub != task.SubTopology {
+			continue
+		}
+		t, ok, err := d.txn.LatestDedup(name, task)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if ok && t.After(now) {
+			now = t
+		}
+	}
+	return now, nil
 }
 
 // produceChanges sends the transaction's unsent state changes to their
