@@ -90,4 +90,3 @@ func javaLibs(t *testing.T) string {
 	}
 	return filepath.Dir(jars[len(jars)-1])
 }
-
