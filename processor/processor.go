@@ -58,6 +58,14 @@ type Config struct {
 	// Default 50000: a bound on a transaction's size, rarely reached at the
 	// default interval.
 	CommitRecords int
+	// MaxClockSkew is how far ahead of this replica's wall clock a record's
+	// timestamp may move a task's stream time (which dedup retention is
+	// measured in). A record stamped further ahead is processed, but stream
+	// time advances only to wall clock + MaxClockSkew, so one clock-skewed
+	// record cannot expire every remembered event id; such records are
+	// counted in onceflow_clock_skewed_records_total. Default 1 hour (as
+	// Kafka 4's broker default for log.message.timestamp.after.max.ms).
+	MaxClockSkew time.Duration
 	// SessionTimeout of the group membership. Default 10 s.
 	SessionTimeout time.Duration
 	// TransactionTimeout: must be below SessionTimeout. Default 8 s (or
@@ -84,6 +92,13 @@ type Config struct {
 	// stores). Default "": state lives in memory and every start restores
 	// it from the changelogs. Give each replica its own directory.
 	StateDir string
+	// StateCleanupDelay: how long the local state of a task that moved to
+	// another replica is kept (it comes back cheaply if the task does)
+	// before it is deleted, like Kafka Streams' state.cleanup.delay.ms.
+	// Default 10 min. Independently of it, a task's state older than its
+	// changelog's delete.retention.ms is never restored from: it is wiped
+	// and restored fully.
+	StateCleanupDelay time.Duration
 	// TLS enables TLS with this configuration. Default: plaintext.
 	TLS *tls.Config
 	// SASLMechanism: "" (none) or "PLAIN", with SASLUser and SASLPassword.
@@ -134,7 +149,7 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"session timeout", c.SessionTimeout}, {"transaction timeout", c.TransactionTimeout}, {"rebalance timeout", c.RebalanceTimeout},
+	}{{"max clock skew", c.MaxClockSkew}, {"session timeout", c.SessionTimeout}, {"transaction timeout", c.TransactionTimeout}, {"rebalance timeout", c.RebalanceTimeout}, {"state cleanup delay", c.StateCleanupDelay},
 		{"commit timeout", c.CommitTimeout}, {"stall timeout", c.StallTimeout}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s %v is negative", d.name, d.v))
@@ -159,6 +174,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Guarantee == "" {
 		c.Guarantee = ExactlyOnce
+	}
+	if c.MaxClockSkew == 0 {
+		c.MaxClockSkew = time.Hour
 	}
 	return c
 }
@@ -215,7 +233,9 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 		ExactlyOnce:    cfg.Guarantee == ExactlyOnce,
 		CommitInterval: cfg.CommitInterval,
 		CommitRecords:  cfg.CommitRecords,
+		MaxClockSkew:   cfg.MaxClockSkew,
 		StateDir:       cfg.StateDir,
+		CleanupDelay:   cfg.StateCleanupDelay,
 		Logger:         log.Named("processor").With("instance", cfg.InstanceID),
 		Registerer:     cfg.Registerer,
 		StallTimeout:   cfg.StallTimeout,

@@ -110,7 +110,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative values", func(c *processor.Config) {
 			c.CommitInterval = -time.Second
 			c.CommitRecords = -1
-		}, []string{"commit interval -1s: want at least 1ms", "commit records -1 is negative"}},
+			c.StateCleanupDelay = -time.Minute
+		}, []string{"commit interval -1s: want at least 1ms", "commit records -1 is negative", "state cleanup delay -1m0s is negative"}},
 		{"SASL mechanism unsupported", func(c *processor.Config) {
 			c.SASLMechanism = "SCRAM-SHA-512"
 			c.SASLUser = "u"

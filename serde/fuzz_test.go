@@ -3,9 +3,12 @@ package serde_test
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/onceflow/onceflow/serde"
@@ -94,4 +97,110 @@ func FuzzJSONDecode(f *testing.F) {
 			t.Fatalf("round trip changed the value:\n in:  %q\n v:   %+v\n enc: %s\n out: %+v", b, v, enc, again)
 		}
 	})
+}
+
+// fuzzFixed checks a fixed-width decoder: it accepts exactly the inputs of
+// width bytes, those round trip byte for byte (same), and it never panics.
+func fuzzFixed[T any](f *testing.F, c serde.Codec[T], width int, same func(in, out []byte) bool) {
+	f.Add(make([]byte, width))
+	f.Add(bytes.Repeat([]byte{0xff}, width))
+	f.Add([]byte{1, 2, 3})
+	f.Add([]byte{})
+	f.Add(make([]byte, width+1))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := c.Decode(b)
+		if len(b) != width {
+			if err == nil {
+				t.Fatalf("Decode(%x) = %v: want an error for %d bytes", b, v, len(b))
+			}
+			if errors.Is(err, serde.ErrNull) {
+				t.Fatalf("Decode(%x): ErrNull for non-nil bytes", b)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Decode(%x): %v", b, err)
+		}
+		out, err := c.Encode(v)
+		if err != nil {
+			t.Fatalf("Encode(%v): %v", v, err)
+		}
+		if !same(b, out) {
+			t.Fatalf("Encode(Decode(%x)) = %x", b, out)
+		}
+	})
+}
+
+func FuzzInt32Decode(f *testing.F) { fuzzFixed(f, serde.Int32(), 4, bytes.Equal) }
+
+func FuzzInt16Decode(f *testing.F) { fuzzFixed(f, serde.Int16(), 2, bytes.Equal) }
+
+func FuzzFloat32Decode(f *testing.F) { fuzzFixed(f, serde.Float32(), 4, bytes.Equal) }
+
+// Every NaN encodes as the canonical one (as Java's DoubleSerializer
+// does); all other bits round trip.
+func FuzzFloat64Decode(f *testing.F) {
+	f.Add([]byte{0x7f, 0xf0, 0, 0, 0, 0, 0, 1})
+	fuzzFixed(f, serde.Float64(), 8, func(in, out []byte) bool {
+		if v := math.Float64frombits(binary.BigEndian.Uint64(in)); v != v {
+			return bytes.Equal(out, []byte{0x7f, 0xf8, 0, 0, 0, 0, 0, 0})
+		}
+		return bytes.Equal(in, out)
+	})
+}
+
+// FuzzUUIDDecode checks that Decode accepts exactly the canonical text
+// form in either case (what github.com/google/uuid would parse from 36
+// characters, minus its other spellings), that what it accepts encodes
+// back to the input in lower case, and that it never panics.
+func FuzzUUIDDecode(f *testing.F) {
+	f.Add([]byte("123e4567-e89b-12d3-a456-426614174000"))
+	f.Add([]byte("123E4567-E89B-12D3-A456-426614174000"))
+	f.Add([]byte("123e4567e89b12d3a456426614174000"))
+	f.Add([]byte("123e4567-e89b-12d3-a456-42661417400g"))
+	f.Add([]byte("0-0-0-0-0"))
+	c := serde.UUID()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := c.Decode(b)
+		if !canonicalUUID(b) {
+			if err == nil {
+				t.Fatalf("Decode(%q) = %x: want an error", b, v)
+			}
+			if errors.Is(err, serde.ErrNull) {
+				t.Fatalf("Decode(%q): ErrNull for non-nil bytes", b)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Decode(%q): %v", b, err)
+		}
+		if want := strings.ReplaceAll(strings.ToLower(string(b)), "-", ""); hex.EncodeToString(v[:]) != want {
+			t.Fatalf("Decode(%q) = %x, want %s", b, v, want)
+		}
+		out, err := c.Encode(v)
+		if err != nil {
+			t.Fatalf("Encode(%x): %v", v, err)
+		}
+		if !bytes.Equal(out, bytes.ToLower(b)) {
+			t.Fatalf("Encode(Decode(%q)) = %q", b, out)
+		}
+	})
+}
+
+// canonicalUUID is the reference for FuzzUUIDDecode, written
+// independently of the codec: 8-4-4-4-12 hex digits.
+func canonicalUUID(b []byte) bool {
+	groups := strings.Split(string(b), "-")
+	if len(groups) != 5 {
+		return false
+	}
+	for i, n := range []int{8, 4, 4, 4, 12} {
+		if len(groups[i]) != n {
+			return false
+		}
+		if _, err := hex.DecodeString(groups[i]); err != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,20 @@
 // Package serde holds the codecs that turn Kafka record keys and values into
 // Go values and back.
 //
+// The fixed-width and text codecs write the bytes of Kafka's standard Java
+// serdes, so records written by Java clients read back and the other way
+// round:
+//
+//	Kafka (org.apache.kafka.common.serialization)  onceflow  wire form
+//	StringSerializer                                String    UTF-8 bytes
+//	ByteArraySerializer                             Bytes     the bytes
+//	LongSerializer                                  Int64     8 bytes, big-endian two's complement
+//	IntegerSerializer                               Int32     4 bytes, big-endian two's complement
+//	ShortSerializer                                 Int16     2 bytes, big-endian two's complement
+//	DoubleSerializer                                Float64   8 bytes, IEEE 754 binary64, big-endian
+//	FloatSerializer                                 Float32   4 bytes, IEEE 754 binary32, big-endian
+//	UUIDSerializer                                  UUID      36 bytes, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+//
 // A Codec is stateless and safe for concurrent use. Decode errors are
 // permanent for the bytes given: the runtime sends a record it cannot decode
 // to the application's rejected-records topic and goes on.
@@ -8,9 +22,11 @@ package serde
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Codec encodes and decodes values of one type.
@@ -59,13 +75,169 @@ func (int64Codec) Encode(v int64) ([]byte, error) {
 }
 
 func (int64Codec) Decode(b []byte) (int64, error) {
-	if b == nil {
-		return 0, ErrNull
-	}
-	if len(b) != 8 {
-		return 0, fmt.Errorf("serde: int64 needs 8 bytes, got %d", len(b))
+	if err := fixed("int64", b, 8); err != nil {
+		return 0, err
 	}
 	return int64(binary.BigEndian.Uint64(b)), nil
+}
+
+// Int32 is a signed 32-bit integer in 4 big-endian bytes, the format of
+// Kafka's IntegerSerializer. Any other length is an error.
+func Int32() Codec[int32] { return int32Codec{} }
+
+type int32Codec struct{}
+
+func (int32Codec) Name() string { return "int32" }
+
+func (int32Codec) Encode(v int32) ([]byte, error) {
+	return binary.BigEndian.AppendUint32(make([]byte, 0, 4), uint32(v)), nil
+}
+
+func (int32Codec) Decode(b []byte) (int32, error) {
+	if err := fixed("int32", b, 4); err != nil {
+		return 0, err
+	}
+	return int32(binary.BigEndian.Uint32(b)), nil
+}
+
+// Int16 is a signed 16-bit integer in 2 big-endian bytes, the format of
+// Kafka's ShortSerializer. Any other length is an error.
+func Int16() Codec[int16] { return int16Codec{} }
+
+type int16Codec struct{}
+
+func (int16Codec) Name() string { return "int16" }
+
+func (int16Codec) Encode(v int16) ([]byte, error) {
+	return binary.BigEndian.AppendUint16(make([]byte, 0, 2), uint16(v)), nil
+}
+
+func (int16Codec) Decode(b []byte) (int16, error) {
+	if err := fixed("int16", b, 2); err != nil {
+		return 0, err
+	}
+	return int16(binary.BigEndian.Uint16(b)), nil
+}
+
+// Float64 is an IEEE 754 double in 8 big-endian bytes, the format of
+// Kafka's DoubleSerializer. Like Java's Double.doubleToLongBits, Encode
+// writes every NaN as the canonical 7ff8000000000000; Decode keeps the
+// bits it is given. Any other length is an error.
+func Float64() Codec[float64] { return float64Codec{} }
+
+type float64Codec struct{}
+
+func (float64Codec) Name() string { return "float64" }
+
+// canonicalNaN64 is Java's Double.NaN, what doubleToLongBits writes for
+// every NaN.
+const canonicalNaN64 = 0x7ff8000000000000
+
+func (float64Codec) Encode(v float64) ([]byte, error) {
+	bits := math.Float64bits(v)
+	if v != v {
+		bits = canonicalNaN64
+	}
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), bits), nil
+}
+
+func (float64Codec) Decode(b []byte) (float64, error) {
+	if err := fixed("float64", b, 8); err != nil {
+		return 0, err
+	}
+	return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
+}
+
+// Float32 is an IEEE 754 float in 4 big-endian bytes, the format of
+// Kafka's FloatSerializer, which writes the raw bits (NaN payloads
+// included). Any other length is an error.
+func Float32() Codec[float32] { return float32Codec{} }
+
+type float32Codec struct{}
+
+func (float32Codec) Name() string { return "float32" }
+
+func (float32Codec) Encode(v float32) ([]byte, error) {
+	return binary.BigEndian.AppendUint32(make([]byte, 0, 4), math.Float32bits(v)), nil
+}
+
+func (float32Codec) Decode(b []byte) (float32, error) {
+	if err := fixed("float32", b, 4); err != nil {
+		return 0, err
+	}
+	return math.Float32frombits(binary.BigEndian.Uint32(b)), nil
+}
+
+// UUID is a UUID in its 36-character text form as UTF-8
+// ("123e4567-e89b-12d3-a456-426614174000"), the format of Kafka's
+// UUIDSerializer. Encode writes lower-case hex, as Java's UUID.toString
+// does; Decode accepts either case and nothing else: no braces, no "urn:"
+// prefix, no missing hyphens. The value is the UUID's 16 bytes, so
+// [16]byte-based types (github.com/google/uuid's UUID) convert directly.
+func UUID() Codec[[16]byte] { return uuidCodec{} }
+
+type uuidCodec struct{}
+
+func (uuidCodec) Name() string { return "uuid" }
+
+func (uuidCodec) Encode(v [16]byte) ([]byte, error) {
+	b := make([]byte, 0, 36)
+	for i, x := range v {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = hex.AppendEncode(b, []byte{x})
+	}
+	return b, nil
+}
+
+func (uuidCodec) Decode(b []byte) ([16]byte, error) {
+	var u [16]byte
+	if err := fixed("uuid", b, 36); err != nil {
+		return u, err
+	}
+	j := 0
+	for i := 0; i < 36; {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if b[i] != '-' {
+				return [16]byte{}, fmt.Errorf("serde: uuid needs '-' at position %d, got %q", i, b[i])
+			}
+			i++
+			continue
+		}
+		hi, ok1 := unhex(b[i])
+		lo, ok2 := unhex(b[i+1])
+		if !ok1 || !ok2 {
+			return [16]byte{}, fmt.Errorf("serde: uuid has a non-hex character at position %d: %q", i, b[i:i+2])
+		}
+		u[j] = hi<<4 | lo
+		j++
+		i += 2
+	}
+	return u, nil
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// fixed checks that b is a non-null value of n bytes for the named codec.
+func fixed(name string, b []byte, n int) error {
+	if b == nil {
+		return ErrNull
+	}
+	if len(b) != n {
+		return fmt.Errorf("serde: %s needs %d bytes, got %d", name, n, len(b))
+	}
+	return nil
 }
 
 // JSON encodes T with encoding/json. Decoding rejects a Kafka null, trailing

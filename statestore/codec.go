@@ -14,6 +14,7 @@ const (
 	formatVersionV1 byte = 0x21
 	formatInt64V1   byte = 0x31
 	formatOffsetV1  byte = 0x41 // changelog offsets, internal
+	formatOwnedV1   byte = 0x51 // last-owned times, internal
 )
 
 // DedupEntry is the value of a dedup store: what the engine remembers about

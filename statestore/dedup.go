@@ -95,3 +95,38 @@ func (t *Txn) ExpireDedup(store string, task Task, before time.Time, limit int) 
 	}
 	return expired, nil
 }
+
+// LatestDedup returns the latest first-seen time among the entries of a
+// dedup store of task, as this transaction sees it, and false when the store
+// has none. The runtime uses it to recover a task's stream time after a
+// restart or a move: every entry is stamped with the stream time at which it
+// was first seen, and the changelog carries the entries.
+func (t *Txn) LatestDedup(store string, task Task) (time.Time, bool, error) {
+	st, err := t.checkDedup(store, task)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	prefix := appendPrefix(nil, kindDedupIndex, st)
+	it, err := t.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("statestore: latest %s: %w", st, err)
+	}
+	var (
+		ms    int64
+		found bool
+	)
+	if it.Last() {
+		ms, _, err = decodeIndexSuffix(it.Key()[len(prefix):])
+		found = err == nil
+	}
+	if cerr := it.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("statestore: latest %s: %w", st, cerr)
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("%s: %w", st, err)
+	}
+	if !found {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(ms), true, nil
+}

@@ -9,7 +9,10 @@
 // transaction has committed (Txn.Discard when it aborts). When a task starts
 // on a replica, the runtime reads DB.Offset and replays the changelog from
 // there with DB.Restore; when the changelog no longer holds that offset, it
-// calls DB.Wipe and replays from the start.
+// calls DB.Wipe and replays from the start. It also records when it last
+// owned each task (DB.MarkOwned): state not owned for longer than the
+// changelog keeps tombstones is wiped rather than restored from, and state
+// of tasks not owned for a while is deleted (DB.Kept lists it).
 //
 // # Key layout
 //
@@ -22,6 +25,7 @@
 //	0x01 prefix | user key                 -> user value             (data)
 //	0x02 prefix                            -> 0x41 | offset (int64 BE) (changelog offset)
 //	0x03 prefix | first-seen ms | event id -> empty                  (dedup expiry index)
+//	0x04 prefix                            -> 0x51 | Unix ns (int64 BE) (last owned, MarkOwned)
 //
 // The length byte makes prefixes prefix-free: the prefix of store "a" can never
 // be a prefix of store "ab"'s, nor partition 1's of partition 10's, so a range

@@ -24,8 +24,23 @@ type emitted struct {
 
 // recorder is a fake graph.Emitter that keeps what it is given.
 type recorder struct {
-	out []emitted
-	err error // returned by Emit when set
+	out      []emitted
+	rejected []*graph.Rejection
+	err      error // returned by Emit when set
+}
+
+func (r *recorder) Reject(rej *graph.Rejection) error {
+	r.rejected = append(r.rejected, rej)
+	return nil
+}
+
+func (r *recorder) Mark() graph.Mark {
+	return graph.Mark{Outputs: len(r.out), Rejections: len(r.rejected)}
+}
+
+func (r *recorder) Rollback(m graph.Mark) {
+	r.out = r.out[:m.Outputs]
+	r.rejected = r.rejected[:m.Rejections]
 }
 
 func (r *recorder) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
@@ -324,5 +339,75 @@ func TestRunEmitError(t *testing.T) {
 	err = graph.Run(g.Source("in"), &in, graph.Record{Key: []byte("k"), Value: []byte("v")}, &recorder{err: full})
 	if !errors.Is(err, full) {
 		t.Fatalf("Run = %v, want %v", err, full)
+	}
+}
+
+// A Process that uses a store it did not declare gets an error naming the
+// store, the stage and the fix, not a bare "no state".
+func TestUndeclaredStoreIsNamed(t *testing.T) {
+	tp := topology.New("undeclared")
+	in := topology.Source(tp, "in", serde.String(), serde.String())
+	counts := topology.Store(tp, "counts", serde.String(), serde.Int64())
+	a := topology.Process(in, "a", func(ctx topology.Context[string, string], r topology.Record[string, string]) error {
+		if _, _, err := counts.Get(ctx, r.Key); err != nil {
+			return err
+		}
+		return ctx.Forward(r)
+	})
+	b := topology.Process(a, "b", func(ctx topology.Context[string, string], r topology.Record[string, string]) error {
+		return ctx.Forward(r)
+	}, counts)
+	topology.To(b, "out", serde.String(), serde.String())
+	_, err := push(t, tp, input("in"), []byte("k"), []byte("v"))
+	if !errors.Is(err, topology.ErrUndeclaredStore) {
+		t.Fatalf("Run = %v, want ErrUndeclaredStore", err)
+	}
+	for _, want := range []string{`store "counts"`, `process "a"`, `topology.Process(stream, "a", fn, store)`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %s", err, want)
+		}
+	}
+}
+
+// A gate's rejection drops the rejected record and what its own path
+// emitted since the nearest split; siblings flow on, and a Process whose
+// Forward led to a rejection gets nil back.
+func TestRejectionIsPerRecordInFlight(t *testing.T) {
+	tp := topology.New("reject-one")
+	in := topology.Source(tp, "in", serde.String(), serde.String())
+	var forwardErrs []error
+	split := topology.Process(in, "split", func(ctx topology.Context[string, string], r topology.Record[string, string]) error {
+		for _, v := range strings.Split(r.Value, ",") {
+			forwardErrs = append(forwardErrs, ctx.Forward(topology.Record[string, string]{Key: r.Key, Value: v}))
+		}
+		return nil
+	})
+	// A branch that outputs every part, and a branch that outputs the part
+	// and then has a gate reject "bad" after it: what that branch output
+	// before the gate, for "bad", is rolled back with it.
+	topology.To(split, "all", serde.String(), serde.String())
+	gated := topology.Process(split, "gate", func(ctx topology.Context[string, string], r topology.Record[string, string]) error {
+		if r.Value == "bad" {
+			return &graph.Rejection{Reason: "test", Detail: "bad part"}
+		}
+		return ctx.Forward(r)
+	})
+	topology.To(gated, "good", serde.String(), serde.String())
+	out, err := push(t, tp, input("in"), []byte("k"), []byte("x,bad,y"))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var got []string
+	for _, e := range out {
+		got = append(got, e.topic+":"+e.value)
+	}
+	want := []string{"all:x", "good:x", "all:bad", "all:y", "good:y"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("outputs %v, want %v", got, want)
+	}
+	for i, err := range forwardErrs {
+		if err != nil {
+			t.Errorf("Forward %d returned %v, want nil", i, err)
+		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
@@ -21,16 +23,27 @@ type StoreRef interface {
 // StateContext is what store methods need from a Process context; every
 // Context[K, V] is one.
 type StateContext interface {
-	state() (graph.State, error)
+	state(store string) (graph.State, error)
 }
 
-func (c Context[K, V]) state() (graph.State, error) {
+// state returns the task's state for store, which the stage running now
+// must have declared.
+func (c Context[K, V]) state(store string) (graph.State, error) {
+	n := c.c.Node()
+	if !slices.ContainsFunc(n.Stores, func(s graph.Store) bool { return s.Name == store }) {
+		return nil, fmt.Errorf("%w: store %q is used by %s %q, which does not declare it: pass it to topology.Process(stream, %q, fn, store)", ErrUndeclaredStore, store, n.Op, n.Name, n.Name)
+	}
 	st := c.c.State()
 	if st == nil {
 		return nil, graph.ErrNoState
 	}
 	return st, nil
 }
+
+// ErrUndeclaredStore is returned by a store method called from a stage that
+// did not declare the store. It is a mistake in the topology: not
+// retryable.
+var ErrUndeclaredStore = errors.New("topology: undeclared store")
 
 // KeyValueStore is a typed key-value store, local to each task (one per
 // partition) and backed by a compacted changelog topic
@@ -76,7 +89,7 @@ func (s KeyValueStore[K, V]) Name() string { return s.name }
 // Get reads k, seeing this transaction's own writes.
 func (s KeyValueStore[K, V]) Get(ctx StateContext, k K) (V, bool, error) {
 	var zero V
-	st, err := ctx.state()
+	st, err := ctx.state(s.name)
 	if err != nil {
 		return zero, false, err
 	}
@@ -97,7 +110,7 @@ func (s KeyValueStore[K, V]) Get(ctx StateContext, k K) (V, bool, error) {
 
 // Put writes k.
 func (s KeyValueStore[K, V]) Put(ctx StateContext, k K, v V) error {
-	st, err := ctx.state()
+	st, err := ctx.state(s.name)
 	if err != nil {
 		return err
 	}
@@ -114,7 +127,7 @@ func (s KeyValueStore[K, V]) Put(ctx StateContext, k K, v V) error {
 
 // Delete removes k.
 func (s KeyValueStore[K, V]) Delete(ctx StateContext, k K) error {
-	st, err := ctx.state()
+	st, err := ctx.state(s.name)
 	if err != nil {
 		return err
 	}
@@ -128,7 +141,7 @@ func (s KeyValueStore[K, V]) Delete(ctx StateContext, k K) error {
 // Range calls fn for every entry of the task's store in key-byte order
 // until fn returns false.
 func (s KeyValueStore[K, V]) Range(ctx StateContext, fn func(K, V) bool) error {
-	st, err := ctx.state()
+	st, err := ctx.state(s.name)
 	if err != nil {
 		return err
 	}
@@ -185,14 +198,21 @@ func EventIDFunc[K, V any](fn func(K, V) string) EventID {
 // holds when the source topic is keyed by something the duplicates share
 // (the entity, the event id). Where it is keyed otherwise, repartition by
 // event id first.
-func Dedup[K, V any](s Stream[K, V], id EventID, retention time.Duration) Stream[K, V] {
+//
+// name names the gate and its store, whose changelog topic is
+// "<application id>-<name>-changelog". Keep it across releases: state is
+// bound to it, not to the gate's place in the topology.
+func Dedup[K, V any](s Stream[K, V], name string, id EventID, retention time.Duration) Stream[K, V] {
+	if s.valid("dedup") {
+		checkStageName(s.t, "dedup", name)
+	}
 	if s.valid("dedup") && id.extract == nil {
-		s.t.errorf("dedup: no event id given (use EventIDHeader or EventIDFunc)")
+		s.t.errorf("dedup %q: no event id given (use EventIDHeader or EventIDFunc)", name)
 	}
 	if s.valid("dedup") && retention <= 0 {
-		s.t.errorf("dedup: retention %v must be positive", retention)
+		s.t.errorf("dedup %q: retention %v must be positive", name, retention)
 	}
-	out := stage[K, V, K, V](s, "dedup", "", false, nil)
+	out := stage[K, V, K, V](s, "dedup", name, false, nil)
 	if out.node == nil {
 		return out
 	}
@@ -227,8 +247,13 @@ func Dedup[K, V any](s Stream[K, V], id EventID, retention time.Duration) Stream
 // than the last one accepted (reason stale). fn returns the entity key and
 // the version (a sequence or aggregate version, not a timestamp). Entities
 // must be partitioned like the source topic.
-func LatestVersion[K, V any](s Stream[K, V], fn func(K, V) (entity string, version uint64)) Stream[K, V] {
-	out := stage[K, V, K, V](s, "latest-version", "", fn == nil, nil)
+//
+// name names the gate and its store, as for Dedup.
+func LatestVersion[K, V any](s Stream[K, V], name string, fn func(K, V) (entity string, version uint64)) Stream[K, V] {
+	if s.valid("latest-version") {
+		checkStageName(s.t, "latest-version", name)
+	}
+	out := stage[K, V, K, V](s, "latest-version", name, fn == nil, nil)
 	if out.node == nil {
 		return out
 	}
@@ -262,6 +287,17 @@ func LatestVersion[K, V any](s Stream[K, V], fn func(K, V) (entity string, versi
 	return out
 }
 
+// checkStageName records an error for a stateful stage without a usable
+// name; its store and changelog topic are named after it. The stage is
+// still added, so what follows it is checked too.
+func checkStageName(t *Topology, op, name string) {
+	if strings.TrimSpace(name) == "" {
+		t.errorf("%s: name is empty: a stateful stage needs a name that stays the same across releases (its state and changelog are bound to it)", op)
+	} else if err := checkTopic(name); err != nil {
+		t.errorf("%s: name: %v (it names the changelog topic)", op, err)
+	}
+}
+
 // decodeVersion reads a version store value: 8 bytes, big-endian.
 func decodeVersion(b []byte) (uint64, error) {
 	if len(b) != 8 {
@@ -276,8 +312,12 @@ func Reduce[K, V, A any](s Stream[K, V], name string, kc serde.Codec[K], ac serd
 	if !s.valid("reduce") {
 		return Stream[K, A]{}
 	}
+	if strings.TrimSpace(name) == "" {
+		checkStageName(s.t, "reduce", name)
+		return Stream[K, A]{}
+	}
 	store := Store(s.t, name, kc, ac)
-	return Process(s, name, func(ctx Context[K, A], r Record[K, V]) error {
+	out := Process(s, name, func(ctx Context[K, A], r Record[K, V]) error {
 		acc, ok, err := store.Get(ctx, r.Key)
 		if err != nil {
 			return err
@@ -293,6 +333,14 @@ func Reduce[K, V, A any](s Stream[K, V], name string, kc serde.Codec[K], ac serd
 		}
 		return ctx.Forward(Record[K, A]{Key: r.Key, Value: acc, Headers: r.Headers, Timestamp: r.Timestamp})
 	}, store)
+	if out.node != nil {
+		// One record in, one out, same key: not a split, not a key change.
+		out.node.Op = "reduce"
+		out.node.Splits = false
+		out.node.ChangesKey = false
+		out.node.KeyedState = true
+	}
+	return out
 }
 
 // Count counts the records of each key.

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -174,6 +175,7 @@ func Source[K, V any](t *Topology, topic string, kc serde.Codec[K], vc serde.Cod
 	}
 	n := t.add(graph.KindSource, "source", "source-"+topic, nil)
 	n.Topic = topic
+	n.Splits = true
 	if kc != nil && vc != nil {
 		n.Format = kc.Name() + "/" + vc.Name()
 		n.Decode = decoder(kc, vc)
@@ -246,9 +248,11 @@ func stage[K, V, K2, V2 any](s Stream[K, V], op, name string, fnNil bool, proc f
 	return Stream[K2, V2]{t: s.t, node: n}
 }
 
-// Map replaces each record's key and value.
+// Map replaces each record's key and value. A stage that needs all
+// records of a key in one task (Reduce, Count, Sum) cannot follow it
+// directly: Repartition in between (Validate says so).
 func Map[K, V, K2, V2 any](s Stream[K, V], fn func(K, V) (K2, V2, error)) Stream[K2, V2] {
-	return stage[K, V, K2, V2](s, "map", "", fn == nil, func(c *graph.Context, r graph.Record) error {
+	out := stage[K, V, K2, V2](s, "map", "", fn == nil, func(c *graph.Context, r graph.Record) error {
 		k, v, err := fn(as[K](r.Key), as[V](r.Value))
 		if err != nil {
 			return err
@@ -256,6 +260,10 @@ func Map[K, V, K2, V2 any](s Stream[K, V], fn func(K, V) (K2, V2, error)) Stream
 		r.Key, r.Value = k, v
 		return c.Forward(r)
 	})
+	if out.node != nil {
+		out.node.ChangesKey = true
+	}
+	return out
 }
 
 // MapValues replaces each record's value, keeping the key.
@@ -281,9 +289,11 @@ func Filter[K, V any](s Stream[K, V], keep func(K, V) bool) Stream[K, V] {
 	})
 }
 
-// FlatMap turns each record into zero or more records.
+// FlatMap turns each record into zero or more records. Each of them flows
+// on its own: a gate downstream that rejects one rejects that one only.
+// The keys may change, like Map's.
 func FlatMap[K, V, K2, V2 any](s Stream[K, V], fn func(K, V) ([]KeyValue[K2, V2], error)) Stream[K2, V2] {
-	return stage[K, V, K2, V2](s, "flat-map", "", fn == nil, func(c *graph.Context, r graph.Record) error {
+	out := stage[K, V, K2, V2](s, "flat-map", "", fn == nil, func(c *graph.Context, r graph.Record) error {
 		kvs, err := fn(as[K](r.Key), as[V](r.Value))
 		if err != nil {
 			return err
@@ -297,6 +307,11 @@ func FlatMap[K, V, K2, V2 any](s Stream[K, V], fn func(K, V) ([]KeyValue[K2, V2]
 		}
 		return nil
 	})
+	if out.node != nil {
+		out.node.Splits = true
+		out.node.ChangesKey = true
+	}
+	return out
 }
 
 // Repartition writes the stream to an internal topic,
@@ -328,6 +343,7 @@ func Repartition[K, V any](s Stream[K, V], name string, kc serde.Codec[K], vc se
 	src := t.add(graph.KindSource, "source", "source-"+topic, nil)
 	src.Topic = topic
 	src.Internal = true
+	src.Splits = true
 	if kc != nil && vc != nil {
 		src.Format = kc.Name() + "/" + vc.Name()
 		src.Decode = decoder(kc, vc)
@@ -364,7 +380,9 @@ func Merge[K, V any](streams ...Stream[K, V]) Stream[K, V] {
 
 // Process runs fn on every record; fn forwards results through its context
 // and can read the input record's coordinates and headers. name must be
-// unique in the topology.
+// unique in the topology. Each record fn forwards flows on its own: a gate
+// downstream that rejects one rejects that one only, and Forward returns
+// nil for it. The keys may change, like Map's.
 //
 // stores are the state stores fn reads and writes (see Store). A store
 // belongs to one sub-topology; its tasks each keep their own part.
@@ -378,6 +396,8 @@ func Process[K, V, K2, V2 any](s Stream[K, V], name string, fn ProcessFunc[K, V,
 	if out.node == nil {
 		return out
 	}
+	out.node.Splits = true
+	out.node.ChangesKey = true
 	for _, st := range stores {
 		if st == nil || st.owner() == nil {
 			s.t.errorf("process %q: store is not declared (use Store)", out.node.Name)
@@ -429,7 +449,7 @@ func (t *Topology) Validate() error {
 			if len(n.Children) == 0 {
 				// A dead end is allowed only if it can have effects; a plain
 				// stateless stage that leads nowhere is a mistake.
-				if n.Op != "process" {
+				if n.Op != "process" && n.Op != "reduce" {
 					errs = append(errs, fmt.Errorf("topology: %s %q leads nowhere: add an output with To", n.Op, n.Name))
 				}
 			}
@@ -439,6 +459,7 @@ func (t *Topology) Validate() error {
 		errs = append(errs, errors.New("topology: no source: add one with Source"))
 	}
 	errs = append(errs, t.checkStores()...)
+	errs = append(errs, t.checkKeyedState()...)
 	for _, n := range t.nodes {
 		// An empty topic is already reported; it is not also a loop.
 		if n.Kind == graph.KindSink && !n.Internal && n.Topic != "" && sourceTopics[n.Topic] {
@@ -460,9 +481,64 @@ func (t *Topology) Compile() (*graph.Graph, error) {
 	return graph.New(t.name, t.nodes), nil
 }
 
-// checkStores reports stores shared across sub-topologies or kinds.
+// checkKeyedState reports a stage keyed by the record key (Reduce, Count,
+// Sum) that a key-changing stage feeds without a Repartition in between:
+// records with one key could then be in different tasks, and each task
+// would aggregate its own part.
+func (t *Topology) checkKeyedState() []error {
+	parents := map[*graph.Node][]*graph.Node{}
+	for _, n := range t.nodes {
+		for _, c := range n.Children {
+			parents[c] = append(parents[c], n)
+		}
+	}
+	// changer returns a key-changing node upstream of n within its
+	// sub-topology (a source, repartition included, ends the walk).
+	seen := map[*graph.Node]bool{}
+	var changer func(n *graph.Node) *graph.Node
+	changer = func(n *graph.Node) *graph.Node {
+		for _, p := range parents[n] {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			if p.ChangesKey {
+				return p
+			}
+			if c := changer(p); c != nil {
+				return c
+			}
+		}
+		return nil
+	}
+	var errs []error
+	for _, n := range t.nodes {
+		if !n.KeyedState {
+			continue
+		}
+		clear(seen)
+		if c := changer(n); c != nil {
+			errs = append(errs, fmt.Errorf("topology: %s %q aggregates by key, but %s %q before it may change the key, so one key's records can be in different partitions: add topology.Repartition(stream, name, keyCodec, valueCodec) between them", n.Op, n.Name, c.Op, c.Name))
+		}
+	}
+	return errs
+}
+
+// checkStores reports stores shared across sub-topologies or kinds, and
+// stores declared but passed to no stage.
 func (t *Topology) checkStores() []error {
 	var errs []error
+	used := map[string]bool{}
+	for _, n := range t.nodes {
+		for _, st := range n.Stores {
+			used[st.Name] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.stores)) {
+		if !used[name] {
+			errs = append(errs, fmt.Errorf("topology: store %q is declared but no stage uses it: pass it to the Process that reads it, topology.Process(stream, name, fn, store)", name))
+		}
+	}
 	g := graph.New(t.name, t.nodes)
 	type use struct {
 		sub  int

@@ -3,6 +3,7 @@ package topology_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
@@ -227,6 +228,56 @@ func TestValidate(t *testing.T) {
 			`map "map-1" leads nowhere`,
 			`topic "in" is both read and written`,
 			`source "" is not used`,
+		}},
+		{"count after a key change", "rekey", func(tp *topology.Topology) {
+			in := topology.Source(tp, "in", serde.String(), serde.Int64())
+			moved := topology.Map(in, double)
+			topology.To(topology.Count(moved, "per-key", serde.String()), "out", serde.String(), serde.Int64())
+		}, []string{
+			`topology: reduce "per-key" aggregates by key, but map "map-1" before it may change the key`,
+		}},
+		{"reduce after a key change through a filter and a merge", "rekey2", func(tp *topology.Topology) {
+			a := topology.Source(tp, "a", serde.String(), serde.Int64())
+			b := topology.Source(tp, "b", serde.String(), serde.Int64())
+			moved := topology.Filter(topology.Map(a, double), keep)
+			sum := topology.Sum(topology.Merge(moved, b), "sum", serde.String(), func(v int64) int64 { return v })
+			topology.To(sum, "out", serde.String(), serde.Int64())
+		}, []string{
+			`reduce "sum" aggregates by key, but map "map-1" before it may change the key`,
+		}},
+		{"count after a repartition", "rekey-ok", func(tp *topology.Topology) {
+			in := topology.Source(tp, "in", serde.String(), serde.Int64())
+			moved := topology.Repartition(topology.Map(in, double), "by-key", serde.String(), serde.Int64())
+			topology.To(topology.Count(moved, "per-key", serde.String()), "out", serde.String(), serde.Int64())
+		}, nil},
+		{"count after stages that keep the key", "keyed-ok", func(tp *topology.Topology) {
+			in := topology.Source(tp, "in", serde.String(), serde.Int64())
+			kept := topology.Dedup(topology.Filter(in, keep), "ids", topology.EventIDHeader("id"), time.Hour)
+			topology.To(topology.Count(kept, "per-key", serde.String()), "out", serde.String(), serde.Int64())
+		}, nil},
+		{"a declared store no stage uses", "unused", func(tp *topology.Topology) {
+			in := topology.Source(tp, "in", serde.String(), serde.Int64())
+			topology.Store(tp, "forgotten", serde.String(), serde.Int64())
+			topology.Process(in, "side-effect", pass)
+		}, []string{
+			`topology: store "forgotten" is declared but no stage uses it`,
+		}},
+		{"stateful stages without names", "unnamed", func(tp *topology.Topology) {
+			in := topology.Source(tp, "in", serde.String(), serde.Int64())
+			fresh := topology.Dedup(in, "", topology.EventIDHeader("id"), time.Hour)
+			current := topology.LatestVersion(fresh, " ", func(string, int64) (string, uint64) { return "", 0 })
+			topology.To(current, "out", serde.String(), serde.Int64())
+			topology.Count(in, "", serde.String())
+		}, []string{
+			`topology: dedup: name is empty: a stateful stage needs a name that stays the same across releases`,
+			`topology: latest-version: name is empty`,
+			`topology: reduce: name is empty`,
+		}},
+		{"a gate name that cannot name a changelog", "badname", func(tp *topology.Topology) {
+			in := topology.Source(tp, "in", serde.String(), serde.Int64())
+			topology.To(topology.Dedup(in, "my ids", topology.EventIDHeader("id"), time.Hour), "out", serde.String(), serde.Int64())
+		}, []string{
+			`topology: dedup: name: topic name "my ids" has ' '`,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

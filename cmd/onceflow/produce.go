@@ -17,8 +17,10 @@ type ProduceCmd struct {
 	Records    int    `name:"records" short:"n" required:"" help:"How many records to write (with --example, injected ones included)."`
 	Partitions int    `name:"partitions" default:"6" help:"Partitions of the topic when it is created."`
 	Keys       int    `name:"keys" default:"1000" help:"Distinct keys (not with --example)."`
-	ValueSize  int    `name:"value-size" default:"0" help:"Pad values to this many bytes (0: short values; not with --example)."`
+	ValueSize  int    `name:"value-size" default:"0" help:"Pad values to this many bytes (0: short values; not with --example). Above about 1 MiB the topic needs a raised max.message.bytes (--topic-config)."`
 	NoProgress bool   `name:"no-progress" help:"Do not show a progress bar on stderr."`
+
+	TopicConfig map[string]string `name:"topic-config" placeholder:"KEY=VALUE" help:"Config of the topic when it is created, e.g. max.message.bytes=4194304 (repeatable; not with --example)."`
 
 	Example    string   `name:"example" enum:",orders" default:"" help:"Write the input of an example topology instead of plain records: orders."`
 	Customers  *int     `name:"customers" placeholder:"N" help:"Customers (record keys) of --example orders. Default 200."`
@@ -45,8 +47,8 @@ func (c *ProduceCmd) Validate() error {
 				errs = append(errs, fmt.Errorf("%s needs --example orders", f.name))
 			}
 		}
-	} else if c.Keys != 1000 || c.ValueSize != 0 {
-		errs = append(errs, fmt.Errorf("--keys and --value-size do not apply to --example %s", c.Example))
+	} else if c.Keys != 1000 || c.ValueSize != 0 || len(c.TopicConfig) > 0 {
+		errs = append(errs, fmt.Errorf("--keys, --value-size and --topic-config do not apply to --example %s", c.Example))
 	}
 	return errors.Join(errs...)
 }
@@ -61,14 +63,15 @@ func (c *ProduceCmd) Run(env *Env) error {
 		return c.runOrders(env, progress)
 	}
 	res, err := gen.Produce(env.Ctx, gen.Config{
-		Brokers:    c.BrokerList(),
-		Topic:      c.Topic,
-		Records:    c.Records,
-		Partitions: c.Partitions,
-		Keys:       c.Keys,
-		ValueSize:  c.ValueSize,
-		Progress:   progress,
-		Logger:     env.Logger,
+		Brokers:      c.BrokerList(),
+		Topic:        c.Topic,
+		Records:      c.Records,
+		Partitions:   c.Partitions,
+		Keys:         c.Keys,
+		ValueSize:    c.ValueSize,
+		TopicConfigs: c.TopicConfig,
+		Progress:     progress,
+		Logger:       env.Logger,
 	})
 	if err != nil {
 		return err

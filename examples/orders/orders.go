@@ -31,8 +31,8 @@ const Retention = 7 * 24 * time.Hour
 func Topology(input, output string) *topology.Topology {
 	t := topology.New("orders")
 	in := topology.Source(t, input, serde.String(), serde.JSON[Event]())
-	fresh := topology.Dedup(in, topology.EventIDHeader("event-id"), Retention)
-	current := topology.LatestVersion(fresh, func(_ string, e Event) (string, uint64) { return e.OrderID, e.Version })
+	fresh := topology.Dedup(in, "event-ids", topology.EventIDHeader("event-id"), Retention)
+	current := topology.LatestVersion(fresh, "order-versions", func(_ string, e Event) (string, uint64) { return e.OrderID, e.Version })
 	amounts := topology.Store(t, "order-amounts", serde.String(), serde.Int64())
 	totals := topology.Store(t, "customer-totals", serde.String(), serde.Int64())
 	out := topology.Process(current, "totals", func(ctx topology.Context[string, int64], r topology.Record[string, Event]) error {

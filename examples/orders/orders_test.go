@@ -12,8 +12,8 @@ func Example() {
 	// topology orders
 	//   sub-topology 0 (sources: orders)
 	//     source source-orders <- topic orders [string/json]
-	//       dedup dedup-1 (stores: dedup-1)
-	//         latest-version latest-version-1 (stores: latest-version-1)
+	//       dedup event-ids (stores: event-ids)
+	//         latest-version order-versions (stores: order-versions)
 	//           process totals (stores: order-amounts, customer-totals)
 	//             sink sink-1 -> topic customer-totals [string/int64]
 }

@@ -1,11 +1,16 @@
 // Package demo is the main job on the embedded broker, in one command: it
-// starts the broker, writes order events with injected duplicates,
-// conflicts and out-of-order versions (and the ground truth), runs three
-// replicas of the orders topology as separate processes, each with its own
-// Pebble state, kills one with SIGKILL mid-run and starts it again on the
-// same state, then reads everything back read_committed and checks it
-// against the truth: every input accounted for exactly once, rejections by
-// reason equal to what was injected, totals equal to the truth.
+// starts the broker and three replicas of the orders topology as separate
+// processes, each with its own Pebble state, and writes order events with
+// injected duplicates, conflicts and out-of-order versions (and the ground
+// truth) at a steady rate. While input is arriving it kills, with SIGKILL,
+// the replica that owns the most partitions, waits until the others have
+// taken its partitions over (restoring that state from the changelogs),
+// starts it again on its own state (it restores what its state lacks),
+// reports what each replica process restored (from its own metrics), then
+// reads everything back read_committed and checks it against the truth:
+// every input accounted for exactly once, rejections by reason equal to
+// what was injected, totals equal to the truth. The run's temporary
+// directory is removed at the end, on errors and cancellation too.
 package demo
 
 import (
@@ -13,11 +18,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,9 +48,21 @@ type Config struct {
 	Records int
 	// Replicas to run. Default 3.
 	Replicas int
+	// Rate paces the input, in records per second, so that records keep
+	// arriving while a replica is killed and its partitions move. Default:
+	// Records over 20 seconds, at least 1000 per second.
+	Rate float64
 	// Executable is the onceflow binary the replicas run. Default: this
 	// process's own executable.
 	Executable string
+	// TempDir is where the run's temporary directory (replica logs and
+	// Pebble state) is created. Default: os.TempDir().
+	TempDir string
+	// KeepLogs keeps the replicas' logs and the truth file in
+	// Result.LogDir after the run. Default false: the run's directory is
+	// removed at the end, on errors and cancellation too. The replicas'
+	// Pebble state is removed either way.
+	KeepLogs bool
 	// Progress receives progress bars and step lines. Default: none.
 	Progress io.Writer
 	// Logger: default none.
@@ -65,15 +85,36 @@ type Result struct {
 	ConflictsRejected  int  `json:"conflicts_rejected"`
 	StaleInjected      int  `json:"stale_injected"`
 	StaleRejected      int  `json:"stale_rejected"`
-	RestoredRecords    int  `json:"restored_records"`
 	TotalsMatch        bool `json:"totals_match"`
+
+	// RestoredRecords is the sum of RestoredBy.
+	RestoredRecords int `json:"restored_records"`
+	// RestoredBy is, per replica process, the changelog records it
+	// replayed into its state (its onceflow_restored_records_total): the
+	// survivors restore the killed replica's tasks when they take them
+	// over; the restarted replica ("<name> (restarted)") restores what its
+	// own state lacks when tasks come back to it.
+	RestoredBy map[string]int `json:"restored_by"`
 
 	RecordsPerSec float64 `json:"records_per_sec"`
 	Replicas      int     `json:"replicas"`
 	Killed        string  `json:"killed"`
 	KilledAt      int     `json:"killed_at_records"`
-	Seconds       float64 `json:"seconds"`
-	LogDir        string  `json:"log_dir"`
+	// KilledPartitions and KilledRecordsIn are the input partitions the
+	// killed replica owned and the records it had processed when it was
+	// killed (from its own metrics).
+	KilledPartitions int `json:"killed_partitions"`
+	KilledRecordsIn  int `json:"killed_records_in"`
+	// InputAtKill is how many input records were written when the replica
+	// was killed: fewer than RecordsIn means input was still arriving.
+	InputAtKill int `json:"input_at_kill"`
+	// TakeoverSeconds is the time from the kill until the other replicas
+	// owned all input partitions (the group's session timeout, mostly).
+	TakeoverSeconds float64 `json:"takeover_seconds"`
+	Seconds         float64 `json:"seconds"`
+	// LogDir holds the replicas' logs when Config.KeepLogs is set; "" when
+	// the run's directory was removed.
+	LogDir string `json:"log_dir,omitempty"`
 }
 
 const (
@@ -81,35 +122,33 @@ const (
 	output   = "demo-customer-totals"
 	app      = "demo"
 	rejected = app + "-rejected"
+
+	inputPartitions = 6
 )
 
 // Run runs the demo.
-func Run(ctx context.Context, cfg Config) (Result, error) {
-	if cfg.Records == 0 {
-		cfg.Records = 100000
-	}
-	if cfg.Replicas == 0 {
-		cfg.Replicas = 3
-	}
-	if cfg.Records < 0 || cfg.Replicas < 2 {
-		return Result{}, fmt.Errorf("demo: want records > 0 and at least 2 replicas, got %d and %d", cfg.Records, cfg.Replicas)
-	}
-	if cfg.Executable == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return Result{}, fmt.Errorf("demo: own executable: %w", err)
-		}
-		cfg.Executable = exe
+func Run(ctx context.Context, cfg Config) (res Result, err error) {
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return Result{}, err
 	}
 	progress := cfg.Progress
 	if progress == nil {
 		progress = io.Discard
 	}
-	logDir, err := os.MkdirTemp("", "onceflow-demo-")
+	dir, err := os.MkdirTemp(cfg.TempDir, "onceflow-demo-")
 	if err != nil {
 		return Result{}, fmt.Errorf("demo: %w", err)
 	}
-	res := Result{Replicas: cfg.Replicas, LogDir: logDir}
+	res = Result{Replicas: cfg.Replicas, RestoredBy: map[string]int{}}
+	defer func() {
+		if cerr := cleanup(dir, cfg.KeepLogs); cerr != nil && err == nil {
+			err = cerr
+		}
+		if cfg.KeepLogs {
+			res.LogDir = dir
+		}
+	}()
 
 	b, err := embedded.Start(embedded.Config{Logger: cfg.Logger})
 	if err != nil {
@@ -117,18 +156,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer b.Close()
 	brokers := b.Addrs()
-	fmt.Fprintf(progress, "embedded broker on %s; replica logs in %s\n", brokers[0], logDir)
-
-	fmt.Fprintf(progress, "writing %d order events to %s (6 partitions; 10%% duplicates, 1%% conflicts, 5%% out of order)\n", cfg.Records, input)
-	truth, err := gen.ProduceOrders(ctx, gen.OrdersConfig{Brokers: brokers, Topic: input, Events: cfg.Records, Partitions: 6,
-		DuplicateRate: gen.DefaultDuplicateRate, ConflictRate: gen.DefaultConflictRate, OutOfOrderRate: gen.DefaultOutOfOrderRate,
-		Seed: 1, Progress: cfg.Progress})
-	if err != nil {
-		return res, fmt.Errorf("demo: produce: %w", err)
+	kept := "removed at the end"
+	if cfg.KeepLogs {
+		kept = "kept"
 	}
-	if err := truth.WriteFile(filepath.Join(logDir, "truth.json")); err != nil {
-		return res, fmt.Errorf("demo: %w", err)
-	}
+	fmt.Fprintf(progress, "embedded broker on %s; replica logs and state in %s (%s)\n", brokers[0], dir, kept)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
@@ -136,6 +168,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, inputPartitions, 1, nil, input); err != nil {
+		return res, fmt.Errorf("demo: create %s: %w", input, err)
+	}
 
 	reps := make([]*replica, cfg.Replicas)
 	defer func() {
@@ -145,39 +180,61 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}()
 	start := time.Now()
 	for i := range reps {
-		if reps[i], err = startReplica(cfg.Executable, brokers[0], fmt.Sprintf("replica-%d", i+1), logDir, freePort()); err != nil {
+		name := fmt.Sprintf("replica-%d", i+1)
+		if reps[i], err = startReplica(cfg.Executable, brokers[0], name, name, dir); err != nil {
 			return res, err
 		}
 	}
-	fmt.Fprintf(progress, "started %d replicas of the orders topology (exactly-once, Pebble state in %s)\n", cfg.Replicas, logDir)
+	fmt.Fprintf(progress, "started %d replicas of the orders topology (exactly-once, Pebble state each)\n", cfg.Replicas)
+
+	fmt.Fprintf(progress, "writing %d order events to %s at %.0f/s (6 partitions; 10%% duplicates, 1%% conflicts, 5%% out of order)\n",
+		cfg.Records, input, cfg.Rate)
+	pctx, cancel := context.WithCancel(ctx)
+	produced := make(chan produceResult, 1)
+	go func() {
+		truth, err := gen.ProduceOrders(pctx, gen.OrdersConfig{Brokers: brokers, Topic: input, Events: cfg.Records, Partitions: inputPartitions,
+			DuplicateRate: gen.DefaultDuplicateRate, ConflictRate: gen.DefaultConflictRate, OutOfOrderRate: gen.DefaultOutOfOrderRate,
+			Seed: 1, Rate: cfg.Rate, Logger: cfg.Logger})
+		produced <- produceResult{truth, err}
+	}()
+	var (
+		truth    gen.Truth
+		produceD bool
+	)
+	defer func() {
+		cancel()
+		if !produceD {
+			<-produced
+		}
+	}()
 
 	bar := progressbar.NewOptions(cfg.Records, progressbar.OptionSetWriter(progress), progressbar.OptionSetDescription("committed"),
 		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
-	killAt := cfg.Records * 2 / 5
-	victim := len(reps) - 1
-	killed := false
+	k := killer{cfg: cfg, res: &res, reps: reps, adm: adm, dir: dir, broker: brokers[0], progress: progress, killAt: cfg.Records * 2 / 5}
 	for {
+		select {
+		case p := <-produced:
+			produceD = true
+			if p.err != nil {
+				return res, fmt.Errorf("demo: produce: %w", p.err)
+			}
+			truth = p.truth
+		default:
+		}
 		done, err := committed(ctx, adm)
 		if err != nil {
 			return res, err
 		}
 		bar.Set(done)
-		if !killed && done >= killAt {
-			name := reps[victim].name
-			reps[victim].kill()
-			res.Killed, res.KilledAt = name, done
-			fmt.Fprintf(progress, "\nkilled %s with SIGKILL at %d committed records; starting it again\n", name, done)
-			if reps[victim], err = startReplica(cfg.Executable, brokers[0], name, logDir, freePort()); err != nil {
-				return res, err
-			}
-			killed = true
+		if err := k.step(ctx, done); err != nil {
+			return res, err
 		}
-		if done >= cfg.Records {
+		if produceD && done >= cfg.Records && k.phase == restoredVictim {
 			break
 		}
-		for _, r := range reps {
-			if r.exited() {
-				return res, fmt.Errorf("demo: %s exited early: see %s", r.name, r.logPath)
+		for i, r := range reps {
+			if r.exited() && (k.phase != killed || i != k.victim) {
+				return res, fmt.Errorf("demo: %s exited early: see its log %s (removed at the end unless --keep-logs)", r.name, r.logPath)
 			}
 		}
 		select {
@@ -188,14 +245,24 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	elapsed := time.Since(start)
 	bar.Finish()
-	// The restarted replica's restore count: what it replayed from the
-	// changelogs to catch up with the state it had not applied.
-	res.RestoredRecords = reps[victim].restored()
+	if err := truth.WriteFile(filepath.Join(dir, "truth.json")); err != nil {
+		return res, fmt.Errorf("demo: %w", err)
+	}
+	for _, r := range reps {
+		m, err := r.metrics()
+		if err != nil {
+			return res, err
+		}
+		res.RestoredBy[r.name] = int(m[restoredMetric])
+	}
 	for _, r := range reps {
 		r.stop()
 	}
-	fmt.Fprintf(progress, "all input committed in %.1fs; the restarted replica restored %d changelog records; verifying with a read_committed reader\n",
-		elapsed.Seconds(), res.RestoredRecords)
+	for _, n := range res.RestoredBy {
+		res.RestoredRecords += n
+	}
+	fmt.Fprintf(progress, "all input committed in %.1fs; changelog records restored: %s; verifying with a read_committed reader\n",
+		elapsed.Seconds(), res.RestoredSummary())
 
 	rep, err := verify.CheckTruth(ctx, brokers, truth, input, output, rejected)
 	if err != nil {
@@ -216,6 +283,180 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.Seconds = elapsed.Seconds()
 	res.RecordsPerSec = float64(cfg.Records) / elapsed.Seconds()
 	return res, nil
+}
+
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Records == 0 {
+		cfg.Records = 100000
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 3
+	}
+	if cfg.Records < 0 || cfg.Replicas < 2 || cfg.Rate < 0 {
+		return cfg, fmt.Errorf("demo: want records > 0, at least 2 replicas and a rate >= 0, got %d, %d and %v", cfg.Records, cfg.Replicas, cfg.Rate)
+	}
+	if cfg.Rate == 0 {
+		cfg.Rate = max(float64(cfg.Records)/20, 1000)
+	}
+	if cfg.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return cfg, fmt.Errorf("demo: own executable: %w", err)
+		}
+		cfg.Executable = exe
+	}
+	return cfg, nil
+}
+
+type produceResult struct {
+	truth gen.Truth
+	err   error
+}
+
+// phase is where the demo's fault is.
+type phase int
+
+const (
+	running        phase = iota // all replicas run
+	killed                      // a replica was killed; its partitions have not moved yet
+	restarted                   // the survivors took them over; the victim runs again
+	restoredVictim              // the restarted victim is in a session, its restore done
+)
+
+// killer drives the fault: it kills the replica that owns the most
+// partitions once killAt records are committed, waits until the survivors
+// have taken its partitions over (restoring their state from the
+// changelogs), then starts it again on its own state, and waits until it
+// is back in a session (having restored what its state lacked).
+type killer struct {
+	cfg      Config
+	res      *Result
+	reps     []*replica
+	adm      *kadm.Client
+	dir      string
+	broker   string
+	progress io.Writer
+	killAt   int
+
+	phase    phase
+	victim   int
+	killedAt time.Time
+}
+
+func (k *killer) step(ctx context.Context, done int) error {
+	switch k.phase {
+	case running:
+		if done < k.killAt {
+			return nil
+		}
+		victim, err := killOwner(ctx, k.res, k.reps, k.adm, done)
+		if err != nil || victim < 0 {
+			return err
+		}
+		k.victim, k.killedAt, k.phase = victim, time.Now(), killed
+		fmt.Fprintf(k.progress, "\nkilled %s with SIGKILL at %d committed records (it owned %d partitions and had processed %d records; %d of %d input records written)\n",
+			k.res.Killed, done, k.res.KilledPartitions, k.res.KilledRecordsIn, k.res.InputAtKill, k.cfg.Records)
+	case killed:
+		owned := 0
+		for i, r := range k.reps {
+			if i == k.victim {
+				continue
+			}
+			m, err := r.metrics()
+			if err != nil || !r.ready() {
+				return nil
+			}
+			owned += int(m[assignedMetric])
+		}
+		if owned < inputPartitions {
+			return nil
+		}
+		k.res.TakeoverSeconds = time.Since(k.killedAt).Seconds()
+		name := k.reps[k.victim].name
+		fmt.Fprintf(k.progress, "\nthe other replicas took over %s's partitions %.1fs after the kill (session timeout); starting %s again on its own state\n",
+			name, k.res.TakeoverSeconds, name)
+		r, err := startReplica(k.cfg.Executable, k.broker, name+" (restarted)", name, k.dir)
+		if err != nil {
+			return err
+		}
+		k.reps[k.victim], k.phase = r, restarted
+	case restarted:
+		if r := k.reps[k.victim]; r.ready() {
+			if m, err := r.metrics(); err == nil && m[assignedMetric] > 0 {
+				k.phase = restoredVictim
+			}
+		}
+	}
+	return nil
+}
+
+// killOwner kills, with SIGKILL, the replica that owns the most input
+// partitions among those that have processed records, and records what it
+// owned in res. It returns the replica's index, or -1 when none qualifies
+// yet (the group is rebalancing).
+func killOwner(ctx context.Context, res *Result, reps []*replica, adm *kadm.Client, done int) (int, error) {
+	victim, best := -1, metricSet{}
+	for i, r := range reps {
+		m, err := r.metrics()
+		if err != nil {
+			continue // not serving yet
+		}
+		if m[assignedMetric] > 0 && m[recordsInMetric] > 0 && m[assignedMetric] > best[assignedMetric] {
+			victim, best = i, m
+		}
+	}
+	if victim < 0 {
+		return -1, nil
+	}
+	ends, err := adm.ListEndOffsets(ctx, input)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return -1, fmt.Errorf("demo: input end offsets: %w", err)
+	}
+	r := reps[victim]
+	r.kill()
+	res.Killed, res.KilledAt = r.name, done
+	res.KilledPartitions, res.KilledRecordsIn = int(best[assignedMetric]), int(best[recordsInMetric])
+	res.RestoredBy[r.name] = int(best[restoredMetric])
+	ends.Each(func(o kadm.ListedOffset) { res.InputAtKill += int(o.Offset) })
+	return victim, nil
+}
+
+// RestoredSummary lists the changelog records each replica process
+// restored, as "replica-1 120, replica-2 0, ...".
+func (r Result) RestoredSummary() string {
+	by := r.RestoredBy
+	var b strings.Builder
+	for i, name := range slices.Sorted(maps.Keys(by)) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", name, by[name])
+	}
+	return b.String()
+}
+
+// cleanup removes the run's directory, or with keepLogs only the
+// replicas' Pebble state in it.
+func cleanup(dir string, keepLogs bool) error {
+	if !keepLogs {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("demo: remove %s: %w", dir, err)
+		}
+		return nil
+	}
+	states, err := filepath.Glob(filepath.Join(dir, "*-state"))
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	for _, s := range states {
+		if err := os.RemoveAll(s); err != nil {
+			return fmt.Errorf("demo: remove %s: %w", s, err)
+		}
+	}
+	return nil
 }
 
 // freePort finds a free loopback port for a replica's metrics.
@@ -256,15 +497,19 @@ type replica struct {
 	waited  chan struct{}
 }
 
-func startReplica(exe, broker, name, logDir string, port int) (*replica, error) {
-	path := filepath.Join(logDir, name+".log")
+// startReplica starts a replica process called name, with the Pebble state
+// of base (so a restarted replica has its own state back) and its own log.
+func startReplica(exe, broker, name, base, dir string) (*replica, error) {
+	file := strings.ReplaceAll(strings.NewReplacer("(", "", ")", "").Replace(name), " ", "-")
+	path := filepath.Join(dir, file+".log")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	cmd := exec.Command(exe, "run", "orders", "--brokers", broker, "--app-id", app, "--instance-id", name,
+	port := freePort()
+	cmd := exec.Command(exe, "run", "orders", "--brokers", broker, "--app-id", app, "--instance-id", base,
 		"--input", input, "--output", output, "--log-level", "info",
-		"--state-dir", filepath.Join(logDir, name+"-state"), "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port))
+		"--state-dir", filepath.Join(dir, base+"-state"), "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port))
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -279,25 +524,46 @@ func startReplica(exe, broker, name, logDir string, port int) (*replica, error) 
 	return r, nil
 }
 
-// restored reads the replica's onceflow_restored_records_total.
-func (r *replica) restored() int {
+// The replica metrics the demo reads (see internal/engine's metrics).
+const (
+	assignedMetric  = "onceflow_assigned_partitions"
+	recordsInMetric = "onceflow_records_in_total"
+	restoredMetric  = "onceflow_restored_records_total"
+)
+
+// metricSet maps a metric name to its value summed over its label sets.
+type metricSet map[string]float64
+
+// metrics reads the replica's /metrics.
+func (r *replica) metrics() (metricSet, error) {
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", r.port))
 	if err != nil {
-		return -1
+		return nil, fmt.Errorf("demo: metrics of %s: %w", r.name, err)
 	}
 	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return -1
+		return nil, fmt.Errorf("demo: metrics of %s: %w", r.name, err)
 	}
-	total := 0.0
-	if f, ok := families["onceflow_restored_records_total"]; ok {
-		for _, m := range f.GetMetric() {
-			total += m.GetCounter().GetValue()
+	m := metricSet{}
+	for _, name := range []string{assignedMetric, recordsInMetric, restoredMetric} {
+		for _, v := range families[name].GetMetric() {
+			m[name] += v.GetCounter().GetValue() + v.GetGauge().GetValue()
 		}
 	}
-	return int(total)
+	return m, nil
+}
+
+// ready reports whether the replica's /readyz says it is in a session
+// with its restore done.
+func (r *replica) ready() bool {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", r.port))
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func (r *replica) exited() bool {

@@ -2,8 +2,13 @@ package demo_test
 
 import (
 	"context"
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +16,10 @@ import (
 )
 
 // The demo end to end with the real CLI binary: three replica processes,
-// one killed with SIGKILL and restarted, checked against the truth.
+// the one owning the most partitions killed with SIGKILL while input is
+// arriving and restarted once its partitions moved, checked against the
+// truth. What the demo reports about the kill and the restores is checked
+// against the replicas' own logs.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the CLI and runs three replica processes")
@@ -23,7 +31,8 @@ func TestDemo(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	res, err := demo.Run(ctx, demo.Config{Records: 20000, Executable: exe})
+	const records = 20000
+	res, err := demo.Run(ctx, demo.Config{Records: records, Executable: exe, TempDir: t.TempDir(), KeepLogs: true})
 	if err != nil {
 		t.Fatalf("demo: %v", err)
 	}
@@ -31,7 +40,7 @@ func TestDemo(t *testing.T) {
 	if !res.ExactlyOnce {
 		t.Errorf("exactly-once did not hold: %+v", res)
 	}
-	if res.RecordsIn != 20000 || res.Missing != 0 || res.Duplicates != 0 || res.Unexpected != 0 {
+	if res.RecordsIn != records || res.Missing != 0 || res.Duplicates != 0 || res.Unexpected != 0 {
 		t.Errorf("counts: %+v", res)
 	}
 	if res.DuplicatesRejected != res.DuplicatesInjected || res.DuplicatesInjected == 0 ||
@@ -39,7 +48,110 @@ func TestDemo(t *testing.T) {
 		res.StaleRejected != res.StaleInjected || res.StaleInjected == 0 || !res.TotalsMatch {
 		t.Errorf("gates: %+v", res)
 	}
-	if res.Killed == "" {
-		t.Errorf("no replica was killed")
+
+	// The victim owned partitions and had processed records when it was
+	// killed, and input was still arriving.
+	if res.Killed == "" || res.KilledPartitions == 0 || res.KilledRecordsIn == 0 {
+		t.Errorf("the killed replica %q owned %d partitions and had processed %d records", res.Killed, res.KilledPartitions, res.KilledRecordsIn)
+	}
+	if res.InputAtKill >= records {
+		t.Errorf("all %d input records were written before the kill", res.InputAtKill)
+	}
+	victimLog := readLog(t, res.LogDir, res.Killed)
+	claims := regexp.MustCompile(`session started: .*claims="[^"]*\[[0-9 ]+\]"`).FindAllString(victimLog, -1)
+	processed := regexp.MustCompile(`stopped: ([0-9]+) in`).FindString(victimLog)
+	if len(claims) == 0 || processed != "" {
+		t.Errorf("the victim's log shows no session with partitions (%q) or a clean stop (%q)", claims, processed)
+	}
+
+	// The restore counts reported are the ones each replica process
+	// logged, and the partitions that moved were restored somewhere.
+	if len(res.RestoredBy) != res.Replicas+1 {
+		t.Errorf("restores reported for %v, want each of %d replica processes", res.RestoredBy, res.Replicas+1)
+	}
+	sum, survivors := 0, 0
+	for name, n := range res.RestoredBy {
+		if logged := loggedRestores(readLog(t, res.LogDir, name)); logged != n {
+			t.Errorf("%s: reported %d restored, its log says %d", name, n, logged)
+		}
+		sum += n
+		if name != res.Killed && !strings.HasSuffix(name, "(restarted)") {
+			survivors += n
+		}
+	}
+	if sum != res.RestoredRecords {
+		t.Errorf("restored_records %d, the replicas' sum %d", res.RestoredRecords, sum)
+	}
+	if survivors == 0 {
+		t.Errorf("the replicas that took over the killed one's partitions restored nothing: %v", res.RestoredBy)
+	}
+
+	// Pebble state is gone; only logs and the truth are kept.
+	entries, err := os.ReadDir(res.LogDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			t.Errorf("%s left in %s", e.Name(), res.LogDir)
+		}
+	}
+}
+
+// readLog returns the log of the replica process name.
+func readLog(t *testing.T, dir, name string) string {
+	t.Helper()
+	file := strings.ReplaceAll(name, " (restarted)", "-restarted") + ".log"
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var restoredLine = regexp.MustCompile(`restored: .*records=([0-9]+)`)
+
+// loggedRestores sums the records of a log's "restored" lines.
+func loggedRestores(log string) int {
+	n := 0
+	for _, m := range restoredLine.FindAllStringSubmatch(log, -1) {
+		v, _ := strconv.Atoi(m[1])
+		n += v
+	}
+	return n
+}
+
+// A demo that fails (its replicas exit at once) or is cancelled (Ctrl-C)
+// leaves nothing in the temporary folder.
+func TestDemoCleansUp(t *testing.T) {
+	sleeper := filepath.Join(t.TempDir(), "sleeper")
+	if err := os.WriteFile(sleeper, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		exe  string
+		want error
+	}{
+		{"replicas fail", "/bin/false", nil},
+		{"cancelled", sleeper, context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			res, err := demo.Run(ctx, demo.Config{Records: 1000, Executable: tc.exe, TempDir: tmp})
+			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("err = %v, want an error (%v)", err, tc.want)
+			}
+			t.Log(err)
+			left, rerr := os.ReadDir(tmp)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if len(left) != 0 || res.LogDir != "" {
+				t.Fatalf("left behind in the temporary folder: %v (log dir %q)", left, res.LogDir)
+			}
+		})
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,9 +24,18 @@ type Config struct {
 	Addr string
 
 	// DataDir enables persistence in that directory (created if needed):
-	// topics, offsets, groups and producer state survive a restart on the
-	// same directory. Default "" keeps everything in memory.
+	// topics, offsets, groups and producer state survive a clean stop
+	// (Close) and a start on the same directory. Only one broker may use
+	// a directory at a time. State left by a broker that did not stop
+	// cleanly (killed, crashed) is refused with ErrUncleanStop: kfake
+	// cannot recover open transactions correctly after a crash. Default ""
+	// keeps everything in memory.
 	DataDir string
+
+	// WipeUncleanDataDir empties a DataDir left by an unclean stop instead
+	// of refusing it, so the broker starts with no topics. Default false:
+	// Start returns ErrUncleanStop.
+	WipeUncleanDataDir bool
 
 	// AutoCreateTopics lets metadata requests that ask for it create
 	// missing topics (with 6 partitions), like Kafka's
@@ -91,7 +103,10 @@ func (c Config) port() (int, error) {
 
 // Broker is a running embedded broker. Close stops it.
 type Broker struct {
-	c *kfake.Cluster
+	c    *kfake.Cluster
+	dir  *dataDir // nil without DataDir
+	log  *logger
+	once sync.Once
 }
 
 // ErrAddrInUse is returned (wrapped) by Start when the requested address is
@@ -104,7 +119,13 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	port, _ := cfg.port()
+	hlog := cfg.Logger
+	if hlog == nil {
+		hlog = hclog.NewNullLogger()
+	}
+	log := &logger{l: hlog}
 	opts := []kfake.Opt{
+		kfake.WithLogger(log),
 		kfake.NumBrokers(1),
 		kfake.ClusterID("onceflow-embedded"),
 		kfake.GroupMinSessionTimeout(GroupMinSessionTimeout),
@@ -117,20 +138,25 @@ func Start(cfg Config) (*Broker, error) {
 	if port != 0 {
 		opts = append(opts, kfake.Ports(port))
 	}
+	var dir *dataDir
 	if cfg.DataDir != "" {
+		var err error
+		if dir, err = openDataDir(cfg.DataDir, cfg.WipeUncleanDataDir, hlog); err != nil {
+			return nil, err
+		}
 		opts = append(opts, kfake.DataDir(cfg.DataDir))
-	}
-	if cfg.Logger != nil {
-		opts = append(opts, kfake.WithLogger(logger{cfg.Logger}))
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
+		if dir != nil {
+			dir.release()
+		}
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return nil, fmt.Errorf("%w: %s: stop whatever listens there or choose another --addr", ErrAddrInUse, cfg.Addr)
 		}
 		return nil, fmt.Errorf("embedded: start broker: %w", err)
 	}
-	return &Broker{c: c}, nil
+	return &Broker{c: c, dir: dir, log: log}, nil
 }
 
 // Addrs returns the host:port addresses the broker listens on, usable as a
@@ -141,16 +167,42 @@ func (b *Broker) Addrs() []string { return b.c.ListenAddrs() }
 // inspection in tests.
 func (b *Broker) Cluster() *kfake.Cluster { return b.c }
 
-// Close stops the broker, persisting its state first when DataDir is set.
-// It is safe to call more than once.
-func (b *Broker) Close() { b.c.Close() }
+// Close stops the broker. With DataDir, it saves the broker's state and
+// then records the clean stop that lets the next Start use the directory;
+// if saving failed, the record is not written and the next Start refuses
+// the directory. It is safe to call more than once.
+func (b *Broker) Close() {
+	b.once.Do(func() {
+		b.c.Close()
+		if b.dir == nil {
+			return
+		}
+		defer b.dir.release()
+		if b.log.persistFailed.Load() {
+			b.log.l.Error("broker state not saved; the data dir will be refused at the next start", "dir", b.dir.path)
+			return
+		}
+		if err := b.dir.markClean(); err != nil {
+			b.log.l.Error("clean stop not recorded; the data dir will be refused at the next start", "dir", b.dir.path, "error", err)
+		}
+	})
+}
 
-// logger adapts hclog to kfake's logger.
-type logger struct{ l hclog.Logger }
+// logger adapts hclog to kfake's logger, and notes whether kfake reported
+// a failure to persist its state.
+type logger struct {
+	l             hclog.Logger
+	persistFailed atomic.Bool
+}
 
-func (l logger) Logf(level kfake.LogLevel, msg string, args ...any) {
+func (l *logger) Logf(level kfake.LogLevel, msg string, args ...any) {
 	switch level {
 	case kfake.LogLevelError:
+		// kfake's errors about its data dir: "persist to disk: ...",
+		// "save session state: ...", "endTx: failed to persist ...".
+		if strings.Contains(msg, "persist") || strings.Contains(msg, "save session state") {
+			l.persistFailed.Store(true)
+		}
 		if l.l.IsError() {
 			l.l.Error(fmt.Sprintf(msg, args...))
 		}

@@ -159,3 +159,13 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestDataDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	start(t, embedded.Config{DataDir: dir})
+	_, err := embedded.Start(embedded.Config{DataDir: dir})
+	if !errors.Is(err, embedded.ErrDataDirInUse) {
+		t.Fatalf("second broker on one data dir: err = %v, want ErrDataDirInUse", err)
+	}
+	t.Log(err)
+}

@@ -27,6 +27,7 @@ const (
 	HeaderSource       = kafka.SourceHeader
 	HeaderRejectReason = "onceflow-reject-reason"
 	HeaderRejectError  = "onceflow-reject-error"
+	HeaderRejectNode   = "onceflow-reject-node"
 )
 
 // Rejection reasons.
@@ -44,17 +45,38 @@ type Config struct {
 	ExactlyOnce    bool
 	CommitInterval time.Duration
 	CommitRecords  int
-	StateDir       string // "" keeps state in memory (restored from changelogs at every start)
-	Logger         hclog.Logger
-	Registerer     prometheus.Registerer
-	Hooks          Hooks
+	// MaxClockSkew is how far ahead of the wall clock a record's timestamp
+	// may move a task's stream time. Zero: 1 hour.
+	MaxClockSkew time.Duration
+	StateDir     string // "" keeps state in memory (restored from changelogs at every start)
+	Logger       hclog.Logger
+	Registerer   prometheus.Registerer
+	Hooks        Hooks
 	// StallTimeout: how long an assigned partition may have input pending
 	// without a commit (or a restore go without progress) before the
 	// replica reports a stall. Default DefaultStallTimeout.
 	StallTimeout time.Duration
-	// Now is the clock of stall detection. Default time.Now.
+
+	// PurgeInterval is how often the records of repartition topics below
+	// the group's committed offsets are deleted. Zero: DefaultPurgeInterval.
+	PurgeInterval time.Duration
+	// CleanupDelay is how long the local state of a task this replica no
+	// longer owns is kept (it comes back cheaply if the task does). Zero:
+	// DefaultCleanupDelay.
+	CleanupDelay time.Duration
+	// Now is the clock of state ageing, purges, the stream time bound and
+	// stall detection.
+	// Nil: time.Now.
 	Now func() time.Time
 }
+
+// Defaults of zero Config fields.
+const (
+	// DefaultPurgeInterval is Kafka Streams' repartition.purge.interval.ms.
+	DefaultPurgeInterval = 30 * time.Second
+	// DefaultCleanupDelay is Kafka Streams' state.cleanup.delay.ms.
+	DefaultCleanupDelay = 10 * time.Minute
+)
 
 // Hooks let tests stop the loop between two steps. Nil hooks are skipped.
 type Hooks struct {
@@ -67,6 +89,9 @@ type Hooks struct {
 	// BeforeApply runs after a commit, before its state reaches Pebble;
 	// returning false skips the apply, as a crash at that instant would.
 	BeforeApply func() bool
+	// RestoreWaiting runs when a restore finds a changelog partition with
+	// a transaction open and starts waiting for it to end.
+	RestoreWaiting func(topic string, partition int32)
 }
 
 // Engine is one replica.
@@ -79,18 +104,27 @@ type Engine struct {
 	rejected string
 
 	// Set once in Run before any session starts.
-	sinkParts     map[string]int32
-	rejectedParts int32
-	topics        []string
+	sinkParts      map[string]int32
+	rejectedParts  int32
+	topics         []string
+	limit          sizeLimit
+	changelogParts map[string]int32 // grown at session start when inputs grew
+
+	repeats repeats
 
 	producer *kafka.Producer // owned by Run between sessions, by the driver during one
 	group    *kafka.Group
+	admin    *kafka.Admin // open for the whole Run
+	purge    purger
 
 	// State, for topologies with stores.
-	stores  map[string]storeInfo
-	byTopic map[string]string // changelog topic → store
-	db      *statestore.DB
-	reader  *kafka.ChangelogReader
+	stores      map[string]storeInfo
+	byTopic     map[string]string // changelog topic → store
+	dedupStores []string          // sorted
+	db          *statestore.DB
+	reader      *kafka.ChangelogReader
+
+	deleteRetention map[string]time.Duration // each changelog's delete.retention.ms
 
 	progress *progress
 	closing  sync.WaitGroup // producers being closed in the background
@@ -100,6 +134,7 @@ type Engine struct {
 	mu      struct {
 		sync.Mutex
 		cancelSession context.CancelFunc
+		stopped       error // set once: Run returns it
 	}
 }
 
@@ -113,9 +148,23 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: register metrics: %w", err)
 	}
+	if cfg.MaxClockSkew <= 0 {
+		cfg.MaxClockSkew = time.Hour
+	}
 	// Repartition topics are named after the application.
 	g = g.WithPrefix(cfg.AppID)
+	if cfg.PurgeInterval == 0 {
+		cfg.PurgeInterval = DefaultPurgeInterval
+	}
+	if cfg.CleanupDelay == 0 {
+		cfg.CleanupDelay = DefaultCleanupDelay
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	e := &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected", progress: newProgress(cfg.Now)}
+	e.purge.e = e
+	e.purge.topics = g.InternalTopics()
 	e.stores = e.storeInfos()
 	return e, nil
 }
@@ -170,6 +219,13 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 func (e *Engine) run(ctx context.Context) error {
+	admin, err := kafka.Connect(ctx, e.cfg.Client)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	e.admin = admin
+	defer admin.Close()
+	defer e.purge.wait()
 	if err := e.prepare(ctx); err != nil {
 		return err
 	}
@@ -178,7 +234,8 @@ func (e *Engine) run(ctx context.Context) error {
 			return err
 		}
 		defer e.db.Close()
-		e.reader = kafka.NewChangelogReader(e.cfg.Client)
+		e.reader = kafka.NewChangelogReader(e.cfg.Client, e.cfg.Timeouts.Transaction)
+		e.reader.Waiting = e.restoreWaiting
 	}
 	group, err := kafka.NewGroup(e.cfg.Client, e.cfg.Timeouts, e.cfg.AppID, e.cfg.InstanceID, 0)
 	if err != nil {
@@ -232,8 +289,11 @@ func (e *Engine) loop(ctx context.Context) error {
 		ended := time.Now()
 		err := e.group.Consume(sctx, e.topics, &handler{e: e, joined: ended})
 		cancel()
+		if serr := e.stopped(); serr != nil {
+			return serr
+		}
 		switch {
-		case errors.Is(err, kafka.ErrFencedInstance):
+		case errors.Is(err, kafka.ErrFencedInstance), errors.Is(err, kafka.ErrInternalOffsetOutOfRange):
 			return fmt.Errorf("engine: %w", err)
 		case err != nil && ctx.Err() == nil:
 			e.log.Warn("group session failed; joining again", "error", err, "backoff", backoff)
@@ -266,7 +326,7 @@ func (e *Engine) newProducer(ctx context.Context) (*kafka.Producer, error) {
 	for {
 		got := make(chan result, 1)
 		go func() {
-			p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID, e.g.Stateful())
+			p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID, e.g.Stateful(), e.limit.producerMax())
 			got <- result{p, err}
 		}()
 		var r result
@@ -336,6 +396,25 @@ func (e *Engine) rewind() {
 	}
 }
 
+// stop ends the replica with err: the current session ends and Run
+// returns err.
+func (e *Engine) stop(err error) {
+	e.mu.Lock()
+	if e.mu.stopped == nil {
+		e.mu.stopped = err
+	}
+	e.mu.Unlock()
+	e.log.Error("stopping the replica", "error", err)
+	e.rewind()
+}
+
+// stopped is the error the replica stops with, if any.
+func (e *Engine) stopped() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.mu.stopped
+}
+
 // shutdown leaves the group and closes the clients; each step that talks to
 // the cluster is given closeGrace, so a broker that does not answer cannot
 // hold the stop.
@@ -369,11 +448,7 @@ func (e *Engine) shutdown() {
 
 // prepare checks the input topics and creates the output topics.
 func (e *Engine) prepare(ctx context.Context) error {
-	admin, err := kafka.Connect(ctx, e.cfg.Client)
-	if err != nil {
-		return fmt.Errorf("engine: %w", err)
-	}
-	defer admin.Close()
+	admin := e.admin
 	sources := e.g.SourceTopics()
 	internal := e.g.InternalTopics()
 	var external []string
@@ -425,6 +500,8 @@ func (e *Engine) prepare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	written := slices.Collect(maps.Keys(parts))
+	e.changelogParts = map[string]int32{}
 	if len(e.stores) > 0 {
 		changelogs := map[string]int32{}
 		for _, s := range e.stores {
@@ -440,11 +517,17 @@ func (e *Engine) prepare(ctx context.Context) error {
 			return fmt.Errorf("engine: changelogs: %w", err)
 		}
 		for t, n := range cl {
-			if n != changelogs[t] {
-				return fmt.Errorf("engine: changelog %q has %d partitions, its sub-topology %d: delete it or restore the input's partition count", t, n, changelogs[t])
+			if n, err = e.growChangelog(admin, t, n, changelogs[t]); err != nil {
+				return err
 			}
+			e.changelogParts[t] = n
+			written = append(written, t)
+		}
+		if err := e.readDeleteRetention(admin); err != nil {
+			return err
 		}
 	}
+	e.readLimits(admin, written)
 	e.sinkParts = parts
 	e.rejectedParts = parts[e.rejected]
 	e.topics = sources
@@ -472,12 +555,22 @@ func (e *Engine) prepareInternal(admin *kafka.Admin, internal []string, have map
 			if !known {
 				continue
 			}
-			got, err := admin.Ensure(map[string]int32{t: n}, nil)
+			got, err := admin.Ensure(map[string]int32{t: n}, repartitionConfigs())
 			if err != nil {
 				return fmt.Errorf("engine: repartition topic: %w", err)
 			}
+			if got[t] < n {
+				e.log.Warn("the writer of a repartition topic has more partitions than the topic; adding partitions", "topic", t, "partitions", got[t], "writer", n)
+				if err := admin.GrowPartitions(t, n); err != nil {
+					return fmt.Errorf("engine: repartition topic %q has %d partitions, its writer %d: %w", t, got[t], n, err)
+				}
+				got[t] = n
+			}
 			if got[t] != n {
 				return fmt.Errorf("engine: repartition topic %q has %d partitions, its writer %d: delete it to have it recreated", t, got[t], n)
+			}
+			if err := keepForever(admin, t); err != nil {
+				return err
 			}
 			have[t] = n
 			progress = true

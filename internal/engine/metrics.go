@@ -8,7 +8,7 @@ import (
 
 // Stats is a snapshot of a replica's counters since it started.
 type Stats struct {
-	RecordsIn           int64 // consumed records processed (in committed or aborted transactions)
+	RecordsIn           int64 // consumed records processed, counted when their transaction commits
 	RecordsOut          int64 // records sent to output topics
 	Rejected            int64 // records sent to the rejected-records topic
 	Committed           int64 // transactions (or at-least-once commits) that succeeded
@@ -16,17 +16,19 @@ type Stats struct {
 	ProducerRecreations int64 // producers closed and created again after fencing or an unknown outcome
 	Sessions            int64 // group sessions (generations) this replica took part in
 	Restored            int64 // changelog records replayed into local state
-	Wipes               int64 // task stores wiped because the changelog no longer held their offset
+	Wipes               int64 // task stores wiped before a restore: the changelog no longer held their offset, or the state was older than its tombstone retention
 	Expired             int64 // dedup entries expired by event time
 	ChangelogRecords    int64 // state changes sent to changelogs
 	ChangesCollapsed    int64 // state changes not sent: a later write of the same key in the same chunk replaced them
+	Purges              int64 // repartition topics purged up to the committed offsets (one per topic and purge)
+	Dropped             int64 // task stores deleted because the replica had not owned the task for the cleanup delay
 	CommitTimeouts      int64 // transaction steps that ran past the commit timeout (each dropped the producer)
 }
 
 // counters back Stats.
 type counters struct {
 	in, out, rejected, committed, aborted, recreated, sessions, restored, wipes, expired atomic.Int64
-	changelog, collapsed, timeouts                                                       atomic.Int64
+	changelog, collapsed, purges, dropped, timeouts                                      atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -43,6 +45,8 @@ func (c *counters) snapshot() Stats {
 		Expired:             c.expired.Load(),
 		ChangelogRecords:    c.changelog.Load(),
 		ChangesCollapsed:    c.collapsed.Load(),
+		Purges:              c.purges.Load(),
+		Dropped:             c.dropped.Load(),
 		CommitTimeouts:      c.timeouts.Load(),
 	}
 }
@@ -64,6 +68,7 @@ type metrics struct {
 	restored       prometheus.Counter
 	restoreTime    prometheus.Histogram
 	stateChanges   *prometheus.CounterVec
+	skewed         prometheus.Counter
 	commitTimeouts prometheus.Counter
 	stalled        prometheus.Gauge
 	oldestPending  prometheus.Gauge
@@ -104,6 +109,8 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
 		stateChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_state_changes_total",
 			Help: "State writes, by what became of them: sent to the changelog, or collapsed into a later write of the same key.", ConstLabels: labels}, []string{"outcome"}),
+		skewed: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_clock_skewed_records_total",
+			Help: "Records stamped further ahead of the wall clock than the allowed skew (their stream time was held at the bound).", ConstLabels: labels}),
 		commitTimeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_commit_timeouts_total",
 			Help: "Transaction steps that ran past the commit deadline (the producer was dropped and created again).", ConstLabels: labels}),
 		stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "onceflow_stalled_partitions",
@@ -113,7 +120,7 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.recordsIn, m.recordsOut, m.rejected, m.transactions, m.commitLatency,
-			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges,
+			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges, m.skewed,
 			m.commitTimeouts, m.stalled, m.oldestPending} {
 			if err := reg.Register(c); err != nil {
 				return nil, err

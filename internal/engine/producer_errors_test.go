@@ -52,7 +52,7 @@ func TestFencedProducerIsRecreated(t *testing.T) {
 		}
 	}()
 	time.Sleep(200 * time.Millisecond)
-	intruder, err := kafka.NewProducer(kafka.Client{Brokers: env.Brokers}, kafka.Timeouts{}, app+"-a", false)
+	intruder, err := kafka.NewProducer(kafka.Client{Brokers: env.Brokers}, kafka.Timeouts{}, app+"-a", false, 0)
 	if err != nil {
 		t.Fatalf("intruding producer: %v", err)
 	}
@@ -91,7 +91,13 @@ func TestProduceErrorsAbortAndRewind(t *testing.T) {
 	env.WaitCount(out, 2000, 60*time.Second)
 	a.Stop()
 	env.Verify(in, out)
-	if s := a.E.Stats(); s.Aborted == 0 {
+	s := a.E.Stats()
+	if s.Aborted == 0 {
 		t.Errorf("no transaction aborted: the fault did not bite (%+v)", s)
+	}
+	// Records of aborted transactions are processed again; each input and
+	// each output is counted once, when its transaction commits.
+	if s.RecordsIn != 2000 || s.RecordsOut != 2000 {
+		t.Errorf("counted %d in and %d out over %d aborts, want 2000 each", s.RecordsIn, s.RecordsOut, s.Aborted)
 	}
 }

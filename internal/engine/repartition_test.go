@@ -29,7 +29,7 @@ func TestRepartitionByEventIDCatchesCrossPartitionDuplicates(t *testing.T) {
 		return ctx.Forward(r)
 	})
 	moved := topology.Repartition(byID, "by-event-id", serde.String(), serde.String())
-	fresh := topology.Dedup(moved, topology.EventIDHeader("event-id"), time.Hour)
+	fresh := topology.Dedup(moved, "dedup-1", topology.EventIDHeader("event-id"), time.Hour)
 	topology.To(fresh, out, serde.String(), serde.String())
 
 	const events = 300

@@ -33,7 +33,15 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	e.progress.assign(s.Claims())
 	md := s.Metadata()
 	e.log.Info("session started", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(s.Claims()))
+	if err := e.checkInternalOffsets(s.Claims()); err != nil {
+		return nil, err
+	}
+	var keep keeper
 	if len(e.stores) > 0 {
+		if err := e.growChangelogsFor(s.Context(), s.Claims()); err != nil {
+			e.log.Warn("changelog partitions missing; the session ends and the replica joins again", "error", err)
+			return nil, err
+		}
 		// Local state catches up with the changelogs before any input of
 		// the session is processed.
 		e.progress.restoring(true, e.c.restored.Load())
@@ -43,10 +51,15 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 			e.log.Warn("restore failed; the session ends and the replica joins again", "error", err)
 			return nil, err
 		}
+		owned := e.storeTasks(s.Claims())
+		if err := e.dropUnowned(owned); err != nil {
+			e.log.Warn("state cleanup failed", "error", err)
+		}
+		keep = keeper{owned: owned, marked: e.cfg.Now(), cleaned: e.cfg.Now()}
 	}
 	batches := make(chan kafka.Batch, 64)
-	h.d = &driver{e: e, s: s, p: e.producer, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
-		streamTime: map[statestore.Task]time.Time{}, internal: map[string]bool{}, outCounts: map[string]int{}}
+	h.d = &driver{e: e, s: s, p: e.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
+		starts: map[string]map[int32]int64{}, streamTime: map[statestore.Task]time.Time{}, skewLogged: map[statestore.Task]bool{}, internal: map[string]bool{}, pending: newTally()}
 	for _, t := range e.g.InternalTopics() {
 		h.d.internal[t] = true
 	}
@@ -87,25 +100,30 @@ type driver struct {
 	open         bool // a transaction (or an at-least-once interval) has records
 	failed       bool // the session is being rewound; process nothing more
 	offsets      map[string]map[int32]int64
+	starts       map[string]map[int32]int64 // offset of each partition's first record in the transaction
 	records      int
 	started      time.Time
-	out          []kafka.Message // outputs of the record being processed
+	out          []kafka.Message // outputs and rejections of the record being processed
+	rejects      []string        // reasons of the record's rejections
+	pending      tally           // what the open transaction will count when it commits
 	lineage      string
 	lineageBytes []byte
-	outCounts    map[string]int // outputs per topic in the current batch
 	gctx         graph.Context
 	input        graph.Input
 	inRecord     *kafka.Record
+	tooLarge     error // an output or state change of the record no topic accepts
 
 	internal map[string]bool // repartition topics
 
 	// State (topologies with stores).
 	txn         *statestore.Txn
+	keep        keeper
 	state       *taskState
 	changesSent int
 	seen        map[changeKey]struct{} // scratch of produceChanges
 	send        []bool                 // scratch of produceChanges
 	streamTime  map[statestore.Task]time.Time
+	skewLogged  map[statestore.Task]bool
 
 	deadline *time.Timer
 }
@@ -170,6 +188,7 @@ func (d *driver) process(b kafka.Batch) {
 		return
 	}
 	e := d.e
+	d.noteStart(b)
 	src := e.g.Source(b.Topic)
 	sub := e.g.SubTopologyOf(b.Topic)
 	task := taskName(sub, b.Partition)
@@ -180,10 +199,6 @@ func (d *driver) process(b kafka.Batch) {
 			d.fail("state", err)
 			return
 		}
-	}
-	for topic, n := range d.outCounts {
-		e.m.recordsOut.WithLabelValues(topic).Add(float64(n))
-		delete(d.outCounts, topic)
 	}
 	if d.txn != nil {
 		d.produceChanges()
@@ -200,24 +215,27 @@ func (d *driver) process(b kafka.Batch) {
 	}
 	parts[b.Partition] = b.Records[len(b.Records)-1].Offset + 1
 	d.records += len(b.Records)
-	e.c.in.Add(int64(len(b.Records)))
-	e.m.recordsIn.WithLabelValues(task).Add(float64(len(b.Records)))
+	d.pending.in[task] += len(b.Records)
 }
 
-// handle runs one record through the graph. Its outputs and state writes
-// are held until the whole graph succeeded, so a failing record leaves no
-// partial output and no state change: it is rejected instead. A record a
-// gate rejects keeps the state the gates before it wrote. The error is a
-// state failure (the transaction cannot go on), never the record's.
+// handle runs one record through the graph. Its outputs, rejections and
+// state writes are buffered until the whole graph is done with it. A gate
+// that rejects one record in flight rolls back what that record's own path
+// buffered (graph.Context.Forward) and its siblings flow on; any other
+// failure drops everything the input record buffered and rejects it whole
+// (processing-error), so it leaves no partial output and no state change.
+// The error returned is a state failure (the transaction cannot go on),
+// never the record's.
 func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	d.out = d.out[:0]
+	d.rejects = d.rejects[:0]
 	d.inRecord = r
 	d.lineage = ""
 	d.lineageBytes = nil
 	k, v, err := src.Decode(r.Key, r.Value)
 	if err != nil {
-		d.reject(r, ReasonUndecodable, err)
-		return nil
+		d.rejectInput(ReasonUndecodable, "", err)
+		return d.stage()
 	}
 	d.input = graph.Input{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Headers: r.Headers, Value: r.Value, Timestamp: r.Timestamp}
 	var st graph.State
@@ -225,22 +243,31 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 		st = d.state
 	}
 	err = d.gctx.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.Headers, Timestamp: r.Timestamp}, d, st)
-	if rej, ok := errors.AsType[*graph.Rejection](err); ok {
-		if d.txn != nil {
-			if ferr := d.state.flush(); ferr != nil {
-				return ferr
-			}
-		}
-		d.reject(r, rej.Reason, rej)
-		return nil
+	if tl := d.takeTooLarge(); tl != nil {
+		// An output or state change no topic accepts: the input record is
+		// rejected whole, without its outputs and state writes, rather than
+		// failing every transaction that holds it.
+		d.Rollback(graph.Mark{})
+		d.rejectInput(ReasonTooLarge, "", tl)
+		return d.stage()
 	}
 	if err != nil {
-		if d.txn != nil {
-			d.state.drop()
+		d.Rollback(graph.Mark{})
+		if rej, ok := errors.AsType[*graph.Rejection](err); ok {
+			// A graph whose source does not split records: the rejection
+			// reached the top, so the whole input is the rejected record.
+			d.rejectInput(rej.Reason, rej.Node, rej)
+		} else {
+			d.rejectInput(ReasonProcessingError, "", err)
 		}
-		d.reject(r, ReasonProcessingError, err)
-		return nil
 	}
+	return d.stage()
+}
+
+// stage moves what the record buffered into the transaction: its state
+// writes into the Txn, its outputs and rejections to the producer. They
+// are counted when the transaction commits.
+func (d *driver) stage() error {
 	if d.txn != nil {
 		if err := d.state.flush(); err != nil {
 			return err
@@ -248,9 +275,31 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	}
 	for i := range d.out {
 		d.p.Send(&d.out[i])
-		d.outCounts[d.out[i].Topic]++
+		d.pending.out[d.out[i].Topic]++
 	}
-	d.e.c.out.Add(int64(len(d.out)))
+	for _, reason := range d.rejects {
+		d.pending.rejected[reason]++
+	}
+	return nil
+}
+
+// Mark implements graph.Emitter.
+func (d *driver) Mark() graph.Mark {
+	return graph.Mark{Outputs: len(d.out), Rejections: len(d.rejects), State: len(d.state.ov.ops)}
+}
+
+// Rollback implements graph.Emitter: it drops what the record buffered
+// after m.
+func (d *driver) Rollback(m graph.Mark) {
+	clear(d.out[m.Outputs:])
+	d.out = d.out[:m.Outputs]
+	d.rejects = d.rejects[:m.Rejections]
+	d.state.ov.ops = d.state.ov.ops[:m.State]
+}
+
+// Reject implements graph.Emitter: a gate rejected one record in flight.
+func (d *driver) Reject(rej *graph.Rejection) error {
+	d.rejectInput(rej.Reason, rej.Node, rej)
 	return nil
 }
 
@@ -291,6 +340,9 @@ func (d *driver) sourceBytes() []byte {
 // The headers are the record's own (shared, never modified); the producer
 // writes the lineage after them.
 func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
+	if err := d.checkSize(topic, key, value, headers, d.sourceBytes()); err != nil {
+		return err
+	}
 	d.out = append(d.out, kafka.Message{
 		Topic:     topic,
 		Partition: kafka.Partition(key, d.inRecord.Partition, d.e.sinkParts[topic]),
@@ -303,37 +355,48 @@ func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, t
 	return nil
 }
 
-// reject writes r to the rejected-records topic with its reason.
-func (d *driver) reject(r *kafka.Record, reason string, cause error) {
+// rejectInput buffers the input record for the rejected-records topic
+// with the reason, the node that rejected it (empty for the runtime's own
+// rejections) and the cause.
+func (d *driver) rejectInput(reason, node string, cause error) {
 	e := d.e
-	hs := make([]graph.Header, 0, len(r.Headers)+3)
+	r := d.inRecord
+	hs := make([]graph.Header, 0, len(r.Headers)+4)
 	for _, h := range r.Headers {
-		if h.Key != HeaderSource && h.Key != HeaderRejectReason && h.Key != HeaderRejectError {
+		switch h.Key {
+		case HeaderSource, HeaderRejectReason, HeaderRejectError, HeaderRejectNode:
+		default:
 			hs = append(hs, h)
 		}
 	}
+	own := len(hs)
 	hs = append(hs,
 		graph.Header{Key: HeaderRejectReason, Value: []byte(reason)},
 		graph.Header{Key: HeaderSource, Value: []byte(d.source())},
 		graph.Header{Key: HeaderRejectError, Value: []byte(cause.Error())},
 	)
-	d.p.Send(&kafka.Message{
+	if node != "" {
+		hs = append(hs, graph.Header{Key: HeaderRejectNode, Value: []byte(node)})
+	}
+	m := kafka.Message{
 		Topic:     e.rejected,
 		Partition: r.Partition % e.rejectedParts,
 		Key:       r.Key,
 		Value:     r.Value,
 		Headers:   hs,
 		Timestamp: r.Timestamp,
-	})
-	e.c.rejected.Add(1)
-	e.m.rejected.WithLabelValues(reason).Inc()
-	e.log.Debug("record rejected", "reason", reason, "source", d.source(), "error", cause)
+	}
+	d.fitRejected(&m, own)
+	d.out = append(d.out, m)
+	d.rejects = append(d.rejects, reason)
+	e.log.Debug("record rejected", "reason", reason, "node", node, "source", d.source(), "error", cause)
 }
 
 // commit ends the interval: offsets and outputs commit together.
 func (d *driver) commit() {
 	e := d.e
 	start := time.Now()
+	began := e.cfg.Now()
 	if d.txn != nil {
 		if err := d.expireDedup(); err != nil {
 			d.fail("expire", err)
@@ -380,9 +443,12 @@ func (d *driver) commit() {
 			return
 		}
 	}
+	e.repeats.committed(d.offsets)
 	e.c.committed.Add(1)
 	e.progress.committed(d.offsets)
+	e.purge.committed(d.offsets)
 	e.m.transactions.WithLabelValues("committed").Inc()
+	d.pending.count(e)
 	e.m.commitLatency.Observe(time.Since(start).Seconds())
 	e.m.recordsPerTxn.Observe(float64(d.records))
 	if d.txn != nil {
@@ -399,16 +465,20 @@ func (d *driver) commit() {
 		}
 		if err := d.applyState(); err != nil {
 			// Kafka has the transaction; local state does not. The next
-			// session restores the tail from the changelog.
-			e.log.Warn("state apply failed after commit; rewinding to restore", "error", err)
+			// session restores the tail from the changelog. The producer
+			// is created again first: its InitProducerId waits until the
+			// commit markers are written, as a new owner's restore does.
+			e.log.Warn("state apply failed after commit; recreating the producer and rewinding to restore", "error", err)
 			d.txn.Discard()
 			d.txn = nil
 			d.reset()
 			d.failed = true
+			d.dropProducer()
 			e.rewind()
 			return
 		}
 		d.txn = nil
+		d.keep.committed(e, began)
 	}
 	d.reset()
 }
@@ -442,6 +512,46 @@ func (d *driver) reset() {
 	d.open = false
 	d.records = 0
 	clear(d.offsets)
+	clear(d.starts)
+	d.pending.clear()
+}
+
+// tally counts what the open transaction consumed, produced and rejected;
+// it reaches the counters and metrics only when the transaction commits,
+// so a record processed again after an abort is counted once.
+type tally struct {
+	in       map[string]int // by task
+	out      map[string]int // by topic (rejected records included)
+	rejected map[string]int // by reason
+}
+
+func newTally() tally {
+	return tally{in: map[string]int{}, out: map[string]int{}, rejected: map[string]int{}}
+}
+
+func (t tally) count(e *Engine) {
+	for task, n := range t.in {
+		e.c.in.Add(int64(n))
+		e.m.recordsIn.WithLabelValues(task).Add(float64(n))
+	}
+	for topic, n := range t.out {
+		if topic == e.rejected {
+			continue
+		}
+		e.c.out.Add(int64(n))
+		e.m.recordsOut.WithLabelValues(topic).Add(float64(n))
+	}
+	for reason, n := range t.rejected {
+		e.c.rejected.Add(int64(n))
+		e.m.rejected.WithLabelValues(reason).Add(float64(n))
+	}
+	t.clear()
+}
+
+func (t tally) clear() {
+	clear(t.in)
+	clear(t.out)
+	clear(t.rejected)
 }
 
 // fail aborts the open transaction (or, when that is impossible, drops the
@@ -489,16 +599,27 @@ func (d *driver) fail(step string, err error) {
 		d.txn = nil
 	}
 	if drop {
-		e.closeProducer(d.p)
-		d.p = nil
-		e.c.recreated.Add(1)
-		e.m.recreations.Inc()
+		d.dropProducer()
 	} else {
 		d.p.Reset()
 	}
 	e.c.aborted.Add(1)
 	e.m.transactions.WithLabelValues("aborted").Inc()
+	stop := e.repeats.failed(d.starts, step, err)
 	d.reset()
 	d.failed = true
+	if stop != nil {
+		e.stop(stop)
+		return
+	}
 	e.rewind()
+}
+
+// dropProducer closes the producer; the engine creates a new one with the
+// same transactional id before the next session.
+func (d *driver) dropProducer() {
+	d.e.closeProducer(d.p)
+	d.p = nil
+	d.e.c.recreated.Add(1)
+	d.e.m.recreations.Inc()
 }

@@ -26,12 +26,6 @@ const restoreLogInterval = 10 * time.Second
 // commits again.
 var ErrStalled = errors.New("engine: stalled")
 
-// topicPartition names one input partition.
-type topicPartition struct {
-	topic     string
-	partition int32
-}
-
 func (tp topicPartition) String() string { return fmt.Sprintf("%s/%d", tp.topic, tp.partition) }
 
 // progress tracks what a stall is measured against: per assigned input

@@ -44,6 +44,7 @@ func (e *Engine) openState() error {
 		}
 	}
 	slices.Sort(dedup)
+	e.dedupStores = dedup
 	db, err := statestore.Open(e.cfg.StateDir, statestore.Options{Logger: e.log.Named("state"), DedupStores: dedup})
 	if err != nil {
 		return fmt.Errorf("engine: state: %w", err)
@@ -58,28 +59,43 @@ func (e *Engine) openState() error {
 
 // restoreTasks brings the local state of every task of the session up to
 // its changelogs before any input is processed: from the offset the local
-// state records, or, when the changelog no longer holds it, from the start
-// after wiping that task's keyspace.
+// state records, or from the start after wiping that task's keyspace when
+// the changelog no longer holds that offset or the state is too old to
+// trust (see stale). Each restored task is then marked owned as of the
+// session's start.
 func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) error {
+	began := e.cfg.Now()
+	for _, st := range e.storeTasks(claims) {
+		if err := e.restore(ctx, e.stores[st.Store], st); err != nil {
+			return err
+		}
+		if err := e.db.MarkOwned(began, st); err != nil {
+			return fmt.Errorf("engine: restore %s: %w", st, err)
+		}
+	}
+	return nil
+}
+
+// storeTasks lists the (store, task) pairs of the claimed partitions, in
+// a stable order.
+func (e *Engine) storeTasks(claims map[string][]int32) []statestore.StoreTask {
+	var out []statestore.StoreTask
 	done := map[statestore.StoreTask]bool{}
 	for _, topic := range slices.Sorted(maps.Keys(claims)) {
 		sub := e.g.SubTopologyOf(topic)
 		for _, p := range claims[topic] {
 			task := statestore.Task{SubTopology: sub, Partition: p}
 			for _, name := range slices.Sorted(maps.Keys(e.stores)) {
-				s := e.stores[name]
 				st := statestore.StoreTask{Store: name, Task: task}
-				if s.sub != sub || done[st] {
+				if e.stores[name].sub != sub || done[st] {
 					continue
 				}
 				done[st] = true
-				if err := e.restore(ctx, s, st); err != nil {
-					return err
-				}
+				out = append(out, st)
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTask) error {
@@ -87,6 +103,22 @@ func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTa
 	from, ok, err := e.db.Offset(st.Store, st.Task)
 	if err != nil {
 		return fmt.Errorf("engine: restore %s: %w", st, err)
+	}
+	if ok {
+		stale, why, err := e.stale(s, st)
+		if err != nil {
+			return err
+		}
+		if stale {
+			log.Warn("local state is older than the changelog's tombstone retention; wiping the task's store and restoring it fully", "offset", from, "reason", why)
+			e.c.wipes.Add(1)
+			if err := e.db.Wipe(st.Store, st.Task); err != nil {
+				return fmt.Errorf("engine: wipe %s: %w", st, err)
+			}
+			if from, _, err = e.reader.Bounds(ctx, s.topic, st.Task.Partition); err != nil {
+				return fmt.Errorf("engine: restore %s: %w", st, err)
+			}
+		}
 	}
 	if !ok {
 		from = 0
@@ -133,6 +165,17 @@ func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTa
 		log.Info("restored", "records", n, "from_offset", from, "seconds", took.Seconds(), "records_per_sec", float64(n)/max(took.Seconds(), 1e-9))
 	}
 	return nil
+}
+
+// restoreWaiting reports a restore that waits for a changelog partition's
+// open transactions to end (the previous owner's commit markers, or a
+// dead producer's transaction until the broker aborts it).
+func (e *Engine) restoreWaiting(topic string, partition int32, stable, end int64) {
+	e.log.Named("restore").Info("changelog has a transaction open; waiting for it to end",
+		"topic", topic, "partition", partition, "last_stable_offset", stable, "end_offset", end, "within", e.cfg.Timeouts.Transaction)
+	if h := e.cfg.Hooks.RestoreWaiting; h != nil {
+		h(topic, partition)
+	}
 }
 
 // overlay holds the state writes of the record being processed, so a record
@@ -193,12 +236,18 @@ func (ts *taskState) Put(store string, key, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
+	if err := ts.d.checkChange(store, key, value); err != nil {
+		return err
+	}
 	ts.ov.ops = append(ts.ov.ops, op{store: store, key: slices.Clone(key), value: slices.Clone(value)})
 	return nil
 }
 
 func (ts *taskState) Delete(store string, key []byte) error {
 	if err := ts.d.checkStore(store, ts.task); err != nil {
+		return err
+	}
+	if err := ts.d.checkChange(store, key, nil); err != nil {
 		return err
 	}
 	ts.ov.ops = append(ts.ov.ops, op{store: store, key: slices.Clone(key), deleted: true})
@@ -262,17 +311,27 @@ func (ts *taskState) Dedup(store string, eventID []byte, hash [32]byte, eventTim
 			return 0, err
 		}
 	}
-	ts.d.observeTime(ts.task, eventTime)
+	now, err := ts.d.observeTime(ts.task, eventTime)
+	if err != nil {
+		return 0, err
+	}
 	// An entry older than the retention (by stream time) counts as gone
 	// even before the expiry at commit removes it.
-	expired := seen && prev.FirstSeen.Before(ts.d.streamTime[ts.task].Add(-ts.d.e.stores[store].Retention))
+	expired := seen && prev.FirstSeen.Before(now.Add(-ts.d.e.stores[store].Retention))
 	if seen && !expired {
 		if prev.PayloadHash == hash {
 			return graph.DedupDuplicate, nil
 		}
 		return graph.DedupConflict, nil
 	}
-	entry := statestore.DedupEntry{FirstSeen: eventTime, Source: ts.d.source(), PayloadHash: hash}
+	// The entry is stamped with the task's stream time, not the record's
+	// own timestamp: it is remembered for the retention from when the task
+	// saw it, however late the record was stamped, and the latest stamp
+	// restores the stream time after a restart or a move.
+	entry := statestore.DedupEntry{FirstSeen: now, Source: ts.d.source(), PayloadHash: hash}
+	if err := ts.d.checkDedupChange(store, eventID, entry); err != nil {
+		return 0, err
+	}
 	ts.ov.ops = append(ts.ov.ops, op{store: store, key: slices.Clone(eventID), dedup: &entry, fresh: !seen && !inOverlay})
 	return graph.DedupNew, nil
 }
@@ -299,8 +358,6 @@ func (ts *taskState) flush() error {
 	return nil
 }
 
-func (ts *taskState) drop() { ts.ov.ops = ts.ov.ops[:0] }
-
 // checkStore refuses a store the task's sub-topology does not declare.
 func (d *driver) checkStore(store string, task statestore.Task) error {
 	s, ok := d.e.stores[store]
@@ -316,11 +373,52 @@ func (d *driver) checkStore(store string, task statestore.Task) error {
 	return nil
 }
 
-// observeTime advances a task's stream time (the largest event time seen).
-func (d *driver) observeTime(task statestore.Task, t time.Time) {
-	if t.After(d.streamTime[task]) {
-		d.streamTime[task] = t
+// observeTime advances a task's stream time (the largest event time seen)
+// and returns it. A timestamp more than MaxClockSkew ahead of the wall
+// clock advances it only to that bound: one record stamped years ahead
+// must not expire every dedup entry. A task's stream time is recovered, the
+// first time a session sees the task, from the latest entry of its dedup
+// stores (which the changelog carries), so it survives restarts and moves.
+func (d *driver) observeTime(task statestore.Task, t time.Time) (time.Time, error) {
+	now, ok := d.streamTime[task]
+	if !ok {
+		var err error
+		if now, err = d.recoverStreamTime(task); err != nil {
+			return time.Time{}, err
+		}
 	}
+	if limit := d.e.cfg.Now().Add(d.e.cfg.MaxClockSkew); t.After(limit) {
+		d.e.m.skewed.Inc()
+		if !d.skewLogged[task] {
+			d.skewLogged[task] = true
+			d.e.log.Warn("record timestamp is beyond the wall clock plus the allowed skew; stream time advances only to that bound (logged once per task and session)",
+				"task", task.String(), "source", d.source(), "timestamp", t, "max_clock_skew", d.e.cfg.MaxClockSkew)
+		}
+		t = limit
+	}
+	if t.After(now) {
+		now = t
+	}
+	d.streamTime[task] = now
+	return now, nil
+}
+
+// recoverStreamTime reads a task's stream time back from its dedup stores.
+func (d *driver) recoverStreamTime(task statestore.Task) (time.Time, error) {
+	var now time.Time
+	for _, name := range d.e.dedupStores {
+		if d.e.stores[name].sub != task.SubTopology {
+			continue
+		}
+		t, ok, err := d.txn.LatestDedup(name, task)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if ok && t.After(now) {
+			now = t
+		}
+	}
+	return now, nil
 }
 
 // produceChanges sends the transaction's unsent state changes to their

@@ -18,7 +18,7 @@ import (
 func countTopology(in, out string) *topology.Topology {
 	tp := topology.New("counts")
 	src := topology.Source(tp, in, serde.String(), serde.String())
-	fresh := topology.Dedup(src, topology.EventIDHeader("event-id"), 24*time.Hour)
+	fresh := topology.Dedup(src, "dedup-1", topology.EventIDHeader("event-id"), 24*time.Hour)
 	topology.To(topology.Count(fresh, "counts", serde.String()), out, serde.String(), serde.Int64())
 	return tp
 }
@@ -187,8 +187,8 @@ func TestGatesRejectVisiblyAndDedupExpires(t *testing.T) {
 	}
 	tp := topology.New("gates")
 	src := topology.Source(tp, in, serde.String(), serde.JSON[ev]())
-	fresh := topology.Dedup(src, topology.EventIDHeader("event-id"), time.Hour)
-	current := topology.LatestVersion(fresh, func(_ string, e ev) (string, uint64) { return e.Order, e.Version })
+	fresh := topology.Dedup(src, "dedup-1", topology.EventIDHeader("event-id"), time.Hour)
+	current := topology.LatestVersion(fresh, "latest-version-1", func(_ string, e ev) (string, uint64) { return e.Order, e.Version })
 	topology.To(current, out, serde.String(), serde.JSON[ev]())
 
 	t0 := time.Now().Add(-24 * time.Hour).Truncate(time.Millisecond)
@@ -218,8 +218,10 @@ func TestGatesRejectVisiblyAndDedupExpires(t *testing.T) {
 	if n := len(env.Read(out)); n != 4 {
 		t.Errorf("%d outputs, want 4 (e1, e2, e4, e1 after expiry)", n)
 	}
-	if s := r.E.Stats(); s.Expired < 2 { // e2 and e3; e1 was taken again as new
-		t.Errorf("expired %d dedup entries, want at least 2", s.Expired)
+	// e2 expires; e1 was taken again as new; e3 was rejected as stale by
+	// the gate after dedup, so its event id was rolled back with it.
+	if s := r.E.Stats(); s.Expired < 1 {
+		t.Errorf("expired %d dedup entries, want at least 1", s.Expired)
 	}
 	tombstones := 0
 	for _, rec := range env.Read(app + "-dedup-1-changelog") {
@@ -227,7 +229,7 @@ func TestGatesRejectVisiblyAndDedupExpires(t *testing.T) {
 			tombstones++
 		}
 	}
-	if tombstones < 2 {
-		t.Errorf("%d tombstones in the dedup changelog, want at least 2", tombstones)
+	if tombstones < 1 {
+		t.Errorf("%d tombstones in the dedup changelog, want at least 1", tombstones)
 	}
 }

@@ -79,9 +79,16 @@ func (e *Env) Name(name string) string { return e.prefix + name }
 // CreateTopic creates topic with n partitions.
 func (e *Env) CreateTopic(topic string, n int32) {
 	e.T.Helper()
+	e.CreateTopicConfigs(topic, n, nil)
+}
+
+// CreateTopicConfigs creates topic with n partitions and the topic
+// configs given (e.g. max.message.bytes).
+func (e *Env) CreateTopicConfigs(topic string, n int32, configs map[string]*string) {
+	e.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := e.adm.CreateTopic(ctx, n, 1, nil, topic)
+	resp, err := e.adm.CreateTopic(ctx, n, 1, configs, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -135,6 +142,60 @@ func (e *Env) ProduceRecords(rs ...*kgo.Record) {
 	if err := e.cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
 		e.T.Fatalf("produce: %v", err)
 	}
+}
+
+// ProduceLarge writes records as given, in order, with a client that
+// accepts records up to 64 MiB (the topic must accept them too).
+func (e *Env) ProduceLarge(rs ...*kgo.Record) {
+	e.T.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Brokers...), kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(64<<20), kgo.BrokerMaxWriteBytes(128<<20))
+	if err != nil {
+		e.T.Fatalf("client: %v", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		e.T.Fatalf("produce: %v", err)
+	}
+}
+
+// GrowTopic raises topic's partition count to n.
+func (e *Env) GrowTopic(topic string, n int) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := e.adm.UpdatePartitions(ctx, n, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		e.T.Fatalf("grow %s to %d partitions: %v", topic, n, err)
+	}
+	for {
+		md, err := e.adm.Metadata(ctx, topic)
+		if err == nil {
+			if td, ok := md.Topics[topic]; ok && len(td.Partitions) == n {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			e.T.Fatalf("topic %s does not show %d partitions", topic, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Partitions returns topic's partition count (0 when it does not exist).
+func (e *Env) Partitions(topic string) int {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	md, err := e.adm.Metadata(ctx, topic)
+	if err != nil {
+		e.T.Fatalf("metadata of %s: %v", topic, err)
+	}
+	return len(md.Topics[topic].Partitions)
 }
 
 // DeleteRecords moves the log start of topic's partitions to the offsets
@@ -284,6 +345,63 @@ func (e *Env) EndOffsets(topic string) map[int32]int64 {
 	return out
 }
 
+// StartOffsets returns the log start offsets of topic.
+func (e *Env) StartOffsets(topic string) map[int32]int64 {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := e.adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		e.T.Fatalf("start offsets: %v", err)
+	}
+	out := map[int32]int64{}
+	resp.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out
+}
+
+// TopicConfig returns the value in force of one config of topic.
+func (e *Env) TopicConfig(topic, name string) string {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rcs, err := e.adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		e.T.Fatalf("describe configs of %s: %v", topic, err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		e.T.Fatalf("describe configs of %s: %v", topic, err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == name {
+			return c.MaybeValue()
+		}
+	}
+	e.T.Fatalf("topic %s has no config %s", topic, name)
+	return ""
+}
+
+// SetTopicConfig sets one config of topic.
+func (e *Env) SetTopicConfig(topic, name, value string) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := e.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: name, Value: &value}}, topic)
+	if err == nil {
+		for _, r := range resp {
+			if r.Err != nil {
+				err = r.Err
+			}
+		}
+	}
+	if err != nil {
+		e.T.Fatalf("set %s=%s on %s: %v", name, value, topic, err)
+	}
+}
+
 // Replica is an engine running in a goroutine.
 type Replica struct {
 	E      *engine.Engine
@@ -340,6 +458,21 @@ func (r *Replica) Stop() error {
 		r.err = <-r.done
 	})
 	return r.err
+}
+
+// Wait waits up to within for Run to return by itself (not stopped) and
+// returns its error; ok is false when it is still running.
+func (r *Replica) Wait(within time.Duration) (err error, ok bool) {
+	select {
+	case err := <-r.done:
+		r.once.Do(func() {
+			r.cancel()
+			r.err = err
+		})
+		return err, true
+	case <-time.After(within):
+		return nil, false
+	}
 }
 
 // Crash stops the replica as a kill would: no commit, abort or leave.

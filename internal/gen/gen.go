@@ -34,9 +34,10 @@ const (
 	DefaultKeys       = 1000
 )
 
-// MaxValueSize is the largest ValueSize accepted: one record must fit a
-// broker's default message.max.bytes (1 MiB) with its batch overhead.
-const MaxValueSize = 1_000_000
+// MaxValueSize is the largest ValueSize accepted. A value above about
+// 1 MiB needs a topic with a raised max.message.bytes (see TopicConfigs):
+// the broker refuses it otherwise.
+const MaxValueSize = 64 << 20
 
 // Config configures one generator run.
 type Config struct {
@@ -55,6 +56,10 @@ type Config struct {
 	// values (about 60 bytes); a value is never shorter than its unique
 	// part.
 	ValueSize int
+	// TopicConfigs are set on the topic when it is created (an existing
+	// topic keeps its own), e.g. max.message.bytes. Default nil: the
+	// broker's defaults.
+	TopicConfigs map[string]string
 	// Progress receives a progress bar. Default nil: none.
 	Progress io.Writer
 	// Logger receives the run's log lines. Default nil: none.
@@ -164,6 +169,8 @@ func Produce(ctx context.Context, cfg Config) (Result, error) {
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.RecordDeliveryTimeout(2*time.Minute),
+		// A batch holds at least one record whatever its size.
+		kgo.ProducerBatchMaxBytes(int32(max(1_000_012, cfg.ValueSize+64<<10))),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -242,7 +249,14 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, cfg Config, log hclog.Lo
 		} else if ok && !errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
 			return 0, fmt.Errorf("gen: metadata for %q: %w", cfg.Topic, td.Err)
 		}
-		_, err = adm.CreateTopic(ctx, int32(cfg.Partitions), -1, nil, cfg.Topic)
+		var configs map[string]*string
+		for k, v := range cfg.TopicConfigs {
+			if configs == nil {
+				configs = map[string]*string{}
+			}
+			configs[k] = &v
+		}
+		_, err = adm.CreateTopic(ctx, int32(cfg.Partitions), -1, configs, cfg.Topic)
 		if err == nil {
 			log.Info("created topic", "partitions", cfg.Partitions)
 			return cfg.Partitions, nil

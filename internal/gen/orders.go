@@ -75,6 +75,10 @@ type OrdersConfig struct {
 	// Seed seeds the plan: the same configuration writes the same records
 	// (on any platform and Go version). Default 0, a seed like any other.
 	Seed int64
+	// Rate paces the writes to this many records per second, so input
+	// keeps arriving while it is processed. Default 0: as fast as the
+	// broker takes them.
+	Rate float64
 	// Progress receives a progress bar. Default nil: none.
 	Progress io.Writer
 	// Logger receives the run's log lines. Default nil: none.
@@ -84,6 +88,9 @@ type OrdersConfig struct {
 // Validate reports every problem with the configuration at once.
 func (c OrdersConfig) Validate() error {
 	errs := validTarget(c.Brokers, c.Topic)
+	if c.Rate < 0 {
+		errs = append(errs, fmt.Errorf("gen: rate must not be negative, got %v", c.Rate))
+	}
 	if c.Partitions < 0 || c.Partitions > 10000 {
 		errs = append(errs, fmt.Errorf("gen: partitions must be from 1 to 10000 (0: default %d), got %d", DefaultPartitions, c.Partitions))
 	}
@@ -206,6 +213,9 @@ func ProduceOrders(ctx context.Context, cfg OrdersConfig) (Truth, error) {
 		if pctx.Err() != nil {
 			break
 		}
+		if cfg.Rate > 0 && i%100 == 0 {
+			pace(pctx, began, i, cfg.Rate)
+		}
 		r := plan.Record(i)
 		sim.Apply(r.Key, r.EventID, r.Value)
 		cl.Produce(pctx, r.kgoRecord(), promise)
@@ -231,6 +241,17 @@ func ProduceOrders(ctx context.Context, cfg OrdersConfig) (Truth, error) {
 	log.Info("produced", "records", n, "duration", took.Round(time.Millisecond),
 		"accepted", truth.Accepted, "duplicates", truth.DuplicatesInjected, "conflicts", truth.ConflictsInjected, "stale", truth.StaleInjected)
 	return truth, nil
+}
+
+// pace waits until n records at rate per second are due since began.
+func pace(ctx context.Context, began time.Time, n int, rate float64) {
+	due := began.Add(time.Duration(float64(n) / rate * float64(time.Second)))
+	t := time.NewTimer(time.Until(due))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // checkEmpty fails with ErrTopicNotEmpty when topic holds records. A

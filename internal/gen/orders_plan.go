@@ -135,7 +135,11 @@ func appendPadded(b []byte, n int64, width int) []byte {
 //     event id with a different amount (distinct for every conflict), in
 //     the same window.
 //
-// Duplicates and conflicts re-send fresh events only, never one another.
+// Duplicates and conflicts re-send fresh events that are accepted only,
+// never one another and never a late version: a late version is rejected
+// as stale, and a gate's rejection rolls back what the gates before it
+// wrote, so the dedup gate does not remember its event id and a re-send of
+// it would be stale again, not a duplicate.
 func PlanOrders(cfg OrdersConfig) (*OrdersPlan, error) {
 	if err := errors.Join(cfg.planErrors()...); err != nil {
 		return nil, err
@@ -189,6 +193,7 @@ func PlanOrders(cfg OrdersConfig) (*OrdersPlan, error) {
 	// Out of order: swap disjoint pairs of successive versions.
 	wantLate := int(math.Round(float64(n) * cfg.OutOfOrderRate))
 	late := 0
+	var used, stale []bool
 	if wantLate > 0 {
 		var pairs [][2]int32
 		for _, pos := range positions {
@@ -197,7 +202,7 @@ func PlanOrders(cfg OrdersConfig) (*OrdersPlan, error) {
 			}
 		}
 		rng.shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
-		used := make([]bool, fresh)
+		used = make([]bool, fresh)
 		for _, pr := range pairs {
 			if late == wantLate {
 				break
@@ -208,6 +213,10 @@ func PlanOrders(cfg OrdersConfig) (*OrdersPlan, error) {
 			}
 			used[a], used[b] = true, true
 			events[a], events[b] = events[b], events[a]
+			if stale == nil {
+				stale = make([]bool, fresh)
+			}
+			stale[b] = true
 			late++
 		}
 	}
@@ -220,6 +229,9 @@ func PlanOrders(cfg OrdersConfig) (*OrdersPlan, error) {
 	resends := make([]resend, 0, dups+conflicts)
 	for k := range dups + conflicts {
 		src := rng.intn(fresh)
+		for stale != nil && stale[src] {
+			src = rng.intn(fresh)
+		}
 		ev := events[src]
 		if k >= dups {
 			ev.amount += int64(k-dups) + 1 // differs from the source and every other conflict

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/clientcfg"
+	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/verify"
 )
@@ -117,5 +118,22 @@ func TestProduceOrdersUnreachable(t *testing.T) {
 	_, err = gen.ProduceOrders(ctx, gen.OrdersConfig{Brokers: []string{addr}, Topic: "t", Events: 1})
 	if !errors.Is(err, clientcfg.ErrUnreachable) {
 		t.Fatalf("err = %v, want ErrUnreachable", err)
+	}
+}
+
+// Rate paces the writes: 2000 records at 5000/s take at least 0.39 s
+// (the last pause is due at record 1900).
+func TestProduceOrdersRate(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	began := time.Now()
+	if _, err := gen.ProduceOrders(context.Background(), gen.OrdersConfig{Brokers: b.Addrs(), Topic: "paced", Events: 2000, Rate: 5000}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took < 380*time.Millisecond {
+		t.Fatalf("2000 records at 5000/s took %v", took)
 	}
 }

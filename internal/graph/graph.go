@@ -56,9 +56,27 @@ type Input struct {
 	Timestamp time.Time
 }
 
-// Emitter receives the encoded output of sink nodes.
+// Emitter is the runtime's side of one input record's processing: it
+// buffers the encoded outputs of sink nodes and the rejections of gates,
+// and can roll them back, with the state the record staged, to a mark.
 type Emitter interface {
+	// Emit buffers one encoded output.
 	Emit(topic string, key, value []byte, headers []Header, ts time.Time) error
+	// Reject buffers the rejection of one record in flight: the runtime
+	// writes the input record to the rejected-records topic with the
+	// rejection's reason and node.
+	Reject(rej *Rejection) error
+	// Mark returns a savepoint of what was emitted, rejected and staged so
+	// far for the current input record.
+	Mark() Mark
+	// Rollback undoes everything emitted, rejected and staged after m.
+	Rollback(m Mark)
+}
+
+// Mark is a savepoint of one input record's processing: how many outputs,
+// rejections and state writes it had buffered. The runtime fills it in.
+type Mark struct {
+	Outputs, Rejections, State int
 }
 
 // Node is one vertex of the graph.
@@ -82,6 +100,16 @@ type Node struct {
 	// Internal marks the sink and source of a repartition topic; Topic is
 	// then the name without the application id, which WithPrefix adds.
 	Internal bool
+	// Splits marks a node that may forward more than one record per
+	// record it handles (sources, flat-map, process): each record it
+	// forwards is a unit of rejection of its own (see Context.Forward).
+	Splits bool
+	// ChangesKey marks a node whose output records may have other keys
+	// than its input (map, flat-map, process).
+	ChangesKey bool
+	// KeyedState marks a node whose state is keyed by the record key
+	// (reduce, count, sum): it needs all records of a key in one task.
+	KeyedState bool
 }
 
 // SubTopology is a connected part of the graph. Its source topics must be
@@ -258,6 +286,10 @@ type Context struct {
 	input *Input
 	out   Emitter
 	state State
+	// failed is the first processing error of the input record. It fails
+	// the whole record even when a Process function ignores the error its
+	// Forward returned.
+	failed error
 }
 
 // State returns the task's state, or nil when the graph has no stores.
@@ -270,16 +302,53 @@ func (c *Context) Input() *Input { return c.input }
 func (c *Context) Node() *Node { return c.node }
 
 // Forward sends r to every child of the current node.
+//
+// The unit of rejection is one record as it flows. When a gate rejects a
+// record, the rejection travels back up the record's path to the nearest
+// node that split it off (the source, a flat-map, a process, or a node with
+// several children). There everything the rejected record's own path
+// emitted and staged since it was forwarded is rolled back, the rejection
+// is recorded, and its siblings flow on: a rejection never leaves state
+// that claims an output was produced when it was not, and never drops a
+// sibling's output. Any other error fails the whole input record.
 func (c *Context) Forward(r Record) error {
+	if c.failed != nil {
+		return c.failed
+	}
 	node := c.node
 	defer func() { c.node = node }()
+	split := node.Splits || len(node.Children) > 1
 	for _, child := range node.Children {
 		c.node = child
-		if err := c.deliver(r); err != nil {
-			return err
+		var m Mark
+		if split {
+			m = c.out.Mark()
 		}
+		err := c.deliver(r)
+		if err == nil {
+			continue
+		}
+		if rej, ok := errors.AsType[*Rejection](err); ok && split && c.failed == nil {
+			c.out.Rollback(m)
+			if err := c.out.Reject(rej); err != nil {
+				c.fail(err)
+				return err
+			}
+			continue
+		}
+		if _, ok := errors.AsType[*Rejection](err); !ok {
+			c.fail(err)
+		}
+		return err
 	}
 	return nil
+}
+
+// fail records the input record's first processing error.
+func (c *Context) fail(err error) {
+	if c.failed == nil {
+		c.failed = err
+	}
 }
 
 func (c *Context) deliver(r Record) error {
@@ -292,13 +361,20 @@ func (c *Context) deliver(r Record) error {
 		}
 		return c.out.Emit(n.Topic, k, v, r.Headers, r.Timestamp)
 	default:
-		if err := n.Process(c, r); err != nil {
-			if _, ok := errors.AsType[*NodeError](err); ok {
-				return err
-			}
-			return &NodeError{Node: n.Name, Err: err}
+		err := n.Process(c, r)
+		if err == nil {
+			return nil
 		}
-		return nil
+		if rej, ok := errors.AsType[*Rejection](err); ok {
+			if rej.Node == "" {
+				rej.Node = n.Name
+			}
+			return rej
+		}
+		if _, ok := errors.AsType[*NodeError](err); ok {
+			return err
+		}
+		return &NodeError{Node: n.Name, Err: err}
 	}
 }
 
@@ -310,10 +386,17 @@ func Run(source *Node, in *Input, r Record, out Emitter) error {
 }
 
 // Run pushes one decoded record from source through the graph, reusing c
-// (the runtime keeps one per driver instead of one per record).
+// (the runtime keeps one per driver instead of one per record). An error
+// fails the whole input record: the runtime drops everything it emitted,
+// rejected and staged. Rejections of gates are not errors: they come to
+// out.Reject.
 func (c *Context) Run(source *Node, in *Input, r Record, out Emitter, st State) error {
 	*c = Context{node: source, input: in, out: out, state: st}
-	return c.Forward(r)
+	err := c.Forward(r)
+	if _, ok := errors.AsType[*Rejection](err); err == nil || ok && c.failed != nil {
+		return c.failed
+	}
+	return err
 }
 
 // NodeError says which node failed.

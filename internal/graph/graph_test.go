@@ -98,7 +98,22 @@ type sent struct {
 	ts         time.Time
 }
 
-type collector struct{ out []sent }
+type collector struct {
+	out      []sent
+	rejected []*Rejection
+}
+
+func (c *collector) Reject(rej *Rejection) error {
+	c.rejected = append(c.rejected, rej)
+	return nil
+}
+
+func (c *collector) Mark() Mark { return Mark{Outputs: len(c.out), Rejections: len(c.rejected)} }
+
+func (c *collector) Rollback(m Mark) {
+	c.out = c.out[:m.Outputs]
+	c.rejected = c.rejected[:m.Rejections]
+}
 
 func (c *collector) Emit(topic string, key, value []byte, headers []Header, ts time.Time) error {
 	c.out = append(c.out, sent{topic, string(key), string(value), headers, ts})

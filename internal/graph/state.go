@@ -60,6 +60,7 @@ var ErrNoState = errors.New("graph: no state available")
 type Rejection struct {
 	Reason string
 	Detail string
+	Node   string // the gate; filled in by the graph when empty
 }
 
 func (r *Rejection) Error() string {

@@ -132,3 +132,84 @@ func (a *Admin) waitPartitions(want map[string]int32) (map[string]int32, error) 
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TopicConfig returns the value in force of one config of topic (set on
+// the topic or the broker's default). ok is false when the broker does not
+// report it.
+func (a *Admin) TopicConfig(topic, name string) (value string, ok bool, err error) {
+	entries, err := a.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{name}})
+	if err != nil {
+		return "", false, fmt.Errorf("kafka: describe config %s of %q: %w", name, topic, err)
+	}
+	for _, e := range entries {
+		if e.Name == name {
+			return e.Value, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// SetTopicConfig sets one config of topic, leaving its others as they are.
+func (a *Admin) SetTopicConfig(topic, name, value string) error {
+	entries := map[string]sarama.IncrementalAlterConfigsEntry{name: {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &value}}
+	if err := a.admin.IncrementalAlterConfig(sarama.TopicResource, topic, entries, false); err != nil {
+		return fmt.Errorf("kafka: set %s=%s on %q: %w", name, value, topic, err)
+	}
+	return nil
+}
+
+// DeleteRecords deletes the records of topic's partitions below the
+// offsets given: their log start moves there.
+func (a *Admin) DeleteRecords(topic string, before map[int32]int64) error {
+	if err := a.admin.DeleteRecords(topic, before); err != nil {
+		return fmt.Errorf("kafka: delete records of %q: %w", topic, err)
+	}
+	return nil
+}
+
+// ErrInternalOffsetOutOfRange means a consumer group's committed offset
+// on an internal topic is outside the records the topic holds: records it
+// had not read yet were deleted (or the topic was recreated). Not
+// retryable: resuming anywhere else would skip or repeat records.
+var ErrInternalOffsetOutOfRange = errors.New("kafka: committed offset of an internal topic is out of range")
+
+// CheckCommitted returns ErrInternalOffsetOutOfRange, naming every such
+// partition, when group's committed offset of one of the partitions given
+// lies below the partition's log start or above its end. Partitions
+// without a committed offset are fine.
+func (a *Admin) CheckCommitted(group string, partitions map[string][]int32) error {
+	if len(partitions) == 0 {
+		return nil
+	}
+	resp, err := a.admin.ListConsumerGroupOffsets(group, partitions)
+	if err != nil {
+		return fmt.Errorf("kafka: committed offsets of %q: %w", group, err)
+	}
+	var bad []error
+	for _, topic := range slices.Sorted(maps.Keys(partitions)) {
+		for _, p := range partitions[topic] {
+			b := resp.GetBlock(topic, p)
+			if b == nil || b.Offset < 0 {
+				continue
+			}
+			if b.Err != sarama.ErrNoError {
+				return fmt.Errorf("kafka: committed offset of %q on %s/%d: %w", group, topic, p, b.Err)
+			}
+			start, err := a.client.GetOffset(topic, p, sarama.OffsetOldest)
+			if err != nil {
+				return fmt.Errorf("kafka: log start of %s/%d: %w", topic, p, err)
+			}
+			end, err := a.client.GetOffset(topic, p, sarama.OffsetNewest)
+			if err != nil {
+				return fmt.Errorf("kafka: end offset of %s/%d: %w", topic, p, err)
+			}
+			if b.Offset < start || b.Offset > end {
+				bad = append(bad, fmt.Errorf("%s/%d: committed offset %d, the partition holds [%d, %d)", topic, p, b.Offset, start, end))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: %w", ErrInternalOffsetOutOfRange, errors.Join(bad...))
+	}
+	return nil
+}

@@ -11,6 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
+// ErrChangelogUnstable means a changelog partition kept a transaction open,
+// begun before the restore did, for longer than the restore waits (the
+// transaction timeout). Retryable: the session ends and the replica joins
+// again; a producer that died with a transaction open is aborted by the
+// broker once the transaction timeout has passed.
+var ErrChangelogUnstable = errors.New("kafka: changelog partition has a transaction open")
+
 // ErrOffsetGone means the changelog no longer holds the requested offset:
 // retention or compaction moved its start past it. The caller wipes the
 // task's state and restores from the start.
@@ -28,11 +35,20 @@ type ChangelogRecord struct {
 // exactly when they got there, control records included, which the
 // franz-go client exposes; the engine's consumer group stays on sarama.
 type ChangelogReader struct {
-	c Client
+	c            Client
+	stableWithin time.Duration
+
+	// Waiting, when set, is called once per Read that has to wait for
+	// open transactions to end, with the offsets it found.
+	Waiting func(topic string, partition int32, stable, end int64)
 }
 
-// NewChangelogReader prepares a reader; it connects on each Read.
-func NewChangelogReader(c Client) *ChangelogReader { return &ChangelogReader{c: c} }
+// NewChangelogReader prepares a reader; it connects on each Read. A Read
+// waits up to stableWithin (the transaction timeout) for transactions open
+// on the partition when it began to end.
+func NewChangelogReader(c Client, stableWithin time.Duration) *ChangelogReader {
+	return &ChangelogReader{c: c, stableWithin: stableWithin}
+}
 
 // Bounds returns the partition's log start and last stable offset.
 func (r *ChangelogReader) Bounds(ctx context.Context, topic string, partition int32) (start, end int64, err error) {
@@ -41,40 +57,89 @@ func (r *ChangelogReader) Bounds(ctx context.Context, topic string, partition in
 		return 0, 0, err
 	}
 	defer cl.Close()
-	return bounds(ctx, kadm.NewClient(cl), topic, partition)
+	b, err := bounds(ctx, kadm.NewClient(cl), topic, partition)
+	return b.start, b.stable, err
 }
 
-func bounds(ctx context.Context, adm *kadm.Client, topic string, partition int32) (int64, int64, error) {
+// offsets are a partition's log start, last stable offset (the first
+// offset of its oldest open transaction, or its end when none is open) and
+// end (high watermark).
+type offsets struct{ start, stable, end int64 }
+
+func bounds(ctx context.Context, adm *kadm.Client, topic string, partition int32) (offsets, error) {
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
-		return 0, 0, fmt.Errorf("kafka: changelog %s start offsets: %w", topic, err)
+		return offsets{}, fmt.Errorf("kafka: changelog %s start offsets: %w", topic, err)
 	}
-	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	stables, err := adm.ListCommittedOffsets(ctx, topic)
 	if err != nil {
-		return 0, 0, fmt.Errorf("kafka: changelog %s end offsets: %w", topic, err)
+		return offsets{}, fmt.Errorf("kafka: changelog %s stable offsets: %w", topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return offsets{}, fmt.Errorf("kafka: changelog %s end offsets: %w", topic, err)
 	}
 	s, ok1 := starts.Lookup(topic, partition)
-	e, ok2 := ends.Lookup(topic, partition)
-	if !ok1 || !ok2 || s.Err != nil || e.Err != nil {
-		return 0, 0, fmt.Errorf("kafka: changelog %s/%d has no offsets: %v %v", topic, partition, s.Err, e.Err)
+	l, ok2 := stables.Lookup(topic, partition)
+	e, ok3 := ends.Lookup(topic, partition)
+	if !ok1 || !ok2 || !ok3 || s.Err != nil || l.Err != nil || e.Err != nil {
+		return offsets{}, fmt.Errorf("kafka: changelog %s/%d has no offsets: %v %v %v", topic, partition, s.Err, l.Err, e.Err)
 	}
-	return s.Offset, e.Offset, nil
+	return offsets{start: s.Offset, stable: l.Offset, end: e.Offset}, nil
+}
+
+// waitStable waits until no transaction that was open on the partition
+// when it was called is still open: until the last stable offset reaches
+// the end offset seen then. EndTxn returns before the commit markers reach
+// the partition, so a task's previous owner can have committed a
+// transaction (its input offsets included) whose changelog records are not
+// readable yet; reading only to the last stable offset would miss them.
+func (r *ChangelogReader) waitStable(ctx context.Context, adm *kadm.Client, topic string, partition int32) (offsets, error) {
+	o, err := bounds(ctx, adm, topic, partition)
+	if err != nil || o.stable >= o.end {
+		return o, err
+	}
+	if r.Waiting != nil {
+		r.Waiting(topic, partition, o.stable, o.end)
+	}
+	target := o.end
+	deadline := time.Now().Add(r.stableWithin)
+	wait := 5 * time.Millisecond
+	for o.stable < target {
+		if time.Now().After(deadline) {
+			return o, fmt.Errorf("%w: %s/%d: last stable offset %d still below the end offset %d after %v", ErrChangelogUnstable, topic, partition, o.stable, target, r.stableWithin)
+		}
+		select {
+		case <-ctx.Done():
+			return o, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+		if o, err = bounds(ctx, adm, topic, partition); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
 
 // Read replays topic/partition from offset from up to its last stable
-// offset at the time of the call, handing fn batches of data records with
-// the offset to resume from after each batch. It returns ErrOffsetGone when
-// from is below the log start.
+// offset, handing fn batches of data records with the offset to resume
+// from after each batch. It first waits (see waitStable) until every
+// transaction open on the partition when it was called has ended, so the
+// replay includes every transaction committed before the call, markers
+// written or not. It returns ErrOffsetGone when from is below the log
+// start, and ErrChangelogUnstable when a transaction stays open too long.
 func (r *ChangelogReader) Read(ctx context.Context, topic string, partition int32, from int64, fn func(batch []ChangelogRecord, next int64) error) error {
 	cl, err := r.client()
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	start, end, err := bounds(ctx, kadm.NewClient(cl), topic, partition)
+	o, err := r.waitStable(ctx, kadm.NewClient(cl), topic, partition)
 	if err != nil {
 		return err
 	}
+	start, end := o.start, o.stable
 	if from < start {
 		return fmt.Errorf("%w: %s/%d holds offsets from %d, state has %d", ErrOffsetGone, topic, partition, start, from)
 	}

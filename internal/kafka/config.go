@@ -212,7 +212,8 @@ func consumerConfig(c Client, t Timeouts, instanceID string) *sarama.Config {
 }
 
 // producerConfig is the sarama configuration of the output producer.
-func producerConfig(c Client, t Timeouts, transactionalID string) *sarama.Config {
+// maxMessageBytes bounds one record and one partition's batch (0: 1 MiB).
+func producerConfig(c Client, t Timeouts, transactionalID string, maxMessageBytes int) *sarama.Config {
 	cfg := base(c, t)
 	cfg.Producer.Idempotent = true
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
@@ -222,6 +223,9 @@ func producerConfig(c Client, t Timeouts, transactionalID string) *sarama.Config
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
 	cfg.Producer.Compression = sarama.CompressionNone
 	cfg.Producer.MaxMessageBytes = 1 << 20
+	if maxMessageBytes > 0 {
+		cfg.Producer.MaxMessageBytes = maxMessageBytes
+	}
 	cfg.Net.MaxOpenRequests = 1
 	cfg.ChannelBufferSize = 4096
 	// No request of the producer may outlast a commit's deadline: a

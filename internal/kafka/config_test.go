@@ -26,7 +26,7 @@ func TestTxnRetryBackoff(t *testing.T) {
 	if total < 2*time.Second {
 		t.Errorf("50 retries wait %v in all; want at least 2s", total)
 	}
-	cfg := producerConfig(Client{Brokers: []string{"b:9092"}}, Timeouts{}.WithDefaults(), "tx")
+	cfg := producerConfig(Client{Brokers: []string{"b:9092"}}, Timeouts{}.WithDefaults(), "tx", 0)
 	if cfg.Producer.Transaction.Retry.BackoffFunc == nil {
 		t.Error("the transactional producer does not use txnRetryBackoff")
 	}
@@ -46,7 +46,7 @@ func TestRetryBudgets(t *testing.T) {
 		if worst := tm.Transaction + BrokerAbortCheckInterval; budget <= worst {
 			t.Errorf("transaction timeout %v: stable offset fetch retried for %v, not beyond %v", tm.Transaction, budget, worst)
 		}
-		p := producerConfig(Client{Brokers: []string{"b:9092"}}, tm, "tx")
+		p := producerConfig(Client{Brokers: []string{"b:9092"}}, tm, "tx", 1<<20)
 		if p.Net.ReadTimeout > tm.Commit || p.Producer.Timeout >= p.Net.ReadTimeout {
 			t.Errorf("commit timeout %v: producer read timeout %v, produce timeout %v", tm.Commit, p.Net.ReadTimeout, p.Producer.Timeout)
 		}

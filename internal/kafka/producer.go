@@ -121,8 +121,10 @@ type Producer struct {
 // the id with the coordinator (fencing any previous producer with that id
 // and aborting its open transaction). With track, the offsets of messages
 // sent with Track are recorded (it costs a hand-off per record).
-func NewProducer(c Client, t Timeouts, transactionalID string, track bool) (*Producer, error) {
-	cfg := producerConfig(c, t.WithDefaults(), transactionalID)
+// maxMessageBytes bounds one record and one partition's batch, as sarama
+// counts them (0: 1 MiB); see Admin.MaxMessageBytes.
+func NewProducer(c Client, t Timeouts, transactionalID string, track bool, maxMessageBytes int) (*Producer, error) {
+	cfg := producerConfig(c, t.WithDefaults(), transactionalID, maxMessageBytes)
 	if track {
 		cfg.Producer.Return.Successes = true
 	}
@@ -204,7 +206,7 @@ func (p *Producer) nextGeneration() {
 }
 
 // Begin opens a transaction.
-func (p *Producer) Begin() error { return p.ap.BeginTxn() }
+func (p *Producer) Begin() error { return named(p.ap.BeginTxn()) }
 
 // Send hands m to the client. Failures surface through Err, and make the
 // open transaction abortable.
@@ -319,19 +321,19 @@ func (p *Producer) AddOffsets(ctx context.Context, offsets map[string]map[int32]
 		id := g.InstanceID
 		meta.GroupInstanceID = &id
 	}
-	return p.within(ctx, "add offsets to transaction", func() error { return p.ap.AddOffsetsToTxnWithGroupMetadata(req, meta) })
+	return p.within(ctx, "add offsets to transaction", func() error { return named(p.ap.AddOffsetsToTxnWithGroupMetadata(req, meta)) })
 }
 
 // Commit flushes every record sent and commits the transaction. It returns
 // ErrCallTimeout when ctx ends first.
 func (p *Producer) Commit(ctx context.Context) error {
-	return p.within(ctx, "commit transaction", p.ap.CommitTxn)
+	return p.within(ctx, "commit transaction", func() error { return named(p.ap.CommitTxn()) })
 }
 
 // Abort aborts the transaction. It returns ErrCallTimeout when ctx ends
 // first.
 func (p *Producer) Abort(ctx context.Context) error {
-	return p.within(ctx, "abort transaction", p.ap.AbortTxn)
+	return p.within(ctx, "abort transaction", func() error { return named(p.ap.AbortTxn()) })
 }
 
 // State classifies the producer's transaction state.
@@ -443,10 +445,4 @@ func (p *Producer) Close() error {
 		return nil // already reported through Err
 	}
 	return err
-}
-
-// IsFenced reports whether err says another producer with the same
-// transactional id took over.
-func IsFenced(err error) bool {
-	return errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch)
 }

@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/statestore"
+)
+
+// ReasonTooLarge rejects an input record one of whose outputs or state
+// changes is larger than the topics it goes to accept.
+const ReasonTooLarge = "too-large"
+
+// HeaderRejectTruncated marks a rejected record that was cut to fit the
+// rejected topic. Its value lists what was cut, with the original sizes:
+// "value=<bytes>", then ",headers=<count>" and ",key=<bytes>" when those
+// had to go too.
+const HeaderRejectTruncated = "onceflow-reject-truncated"
+
+// sizeLimit is the largest record the replica produces: every topic it
+// writes (outputs, repartition, rejected, changelogs) must accept it,
+// because sarama batches a partition's records up to one bound
+// (Producer.MaxMessageBytes), whatever their topic. So it is the smallest
+// max.message.bytes among those topics.
+type sizeLimit struct {
+	batch int            // bytes a batch may take on the wire, header included
+	topic string         // the topic whose max.message.bytes that is
+	of    map[string]int // max.message.bytes of each topic written
+}
+
+// producerMax is the producer's MaxMessageBytes: a partition's records, as
+// sarama counts them, stay below it, so a batch of them with its header
+// stays within the limit.
+func (l sizeLimit) producerMax() int { return l.batch - kafka.BatchOverhead }
+
+// readLimits reads max.message.bytes of every topic the replica writes.
+func (e *Engine) readLimits(admin *kafka.Admin, written []string) {
+	slices.Sort(written)
+	written = slices.Compact(written)
+	limits, fallback := admin.MaxMessageBytes(written...)
+	e.limit = sizeLimit{of: limits}
+	for _, t := range written {
+		if e.limit.topic == "" || limits[t] < e.limit.batch {
+			e.limit.batch, e.limit.topic = limits[t], t
+		}
+	}
+	if len(fallback) > 0 {
+		e.log.Warn("cannot read max.message.bytes of topics; using the broker's", "topics", fallback)
+	}
+	e.log.Info("record size limit", "bytes", e.limit.batch, "from_topic", e.limit.topic)
+}
+
+// errTooLarge is an output or state change no topic would accept.
+type errTooLarge struct {
+	topic string
+	size  int
+	limit sizeLimit
+}
+
+func (e *errTooLarge) Error() string {
+	if e.limit.of[e.topic] == e.limit.batch {
+		return fmt.Sprintf("engine: a record of %d bytes for %s exceeds the limit of %d bytes (max.message.bytes of %s)",
+			e.size, e.topic, e.limit.batch, e.topic)
+	}
+	return fmt.Sprintf("engine: a record of %d bytes for %s exceeds the limit of %d bytes (max.message.bytes of %s, the smallest among the topics the application writes)",
+		e.size, e.topic, e.limit.batch, e.limit.topic)
+}
+
+// recordBytes bounds what one record takes in a batch of its own, as a
+// broker measures it: batch header, record overhead, key, value and
+// headers. With source set, a SourceHeader among headers is replaced by
+// it, as the producer does.
+func recordBytes(key, value []byte, headers []graph.Header, source []byte) int {
+	n := kafka.BatchOverhead + kafka.RecordOverhead + len(key) + len(value)
+	for _, h := range headers {
+		if source != nil && h.Key == kafka.SourceHeader {
+			continue
+		}
+		n += len(h.Key) + len(h.Value) + kafka.HeaderOverhead
+	}
+	if source != nil {
+		n += len(kafka.SourceHeader) + len(source) + kafka.HeaderOverhead
+	}
+	return n
+}
+
+// checkSize refuses a record that would exceed the limit, and remembers
+// the refusal for the input record being processed (a node may drop the
+// error; the record is rejected all the same).
+func (d *driver) checkSize(topic string, key, value []byte, headers []graph.Header, source []byte) error {
+	n := recordBytes(key, value, headers, source)
+	if n <= d.e.limit.batch {
+		return nil
+	}
+	err := &errTooLarge{topic: topic, size: n, limit: d.e.limit}
+	if d.tooLarge == nil {
+		d.tooLarge = err
+	}
+	return err
+}
+
+// checkChange refuses a state change whose changelog record would exceed
+// the limit.
+func (d *driver) checkChange(store string, key, value []byte) error {
+	return d.checkSize(d.e.stores[store].topic, key, value, nil, nil)
+}
+
+// checkDedupChange is checkChange for a dedup entry.
+func (d *driver) checkDedupChange(store string, eventID []byte, entry statestore.DedupEntry) error {
+	return d.checkChange(store, eventID, statestore.EncodeDedup(entry))
+}
+
+// takeTooLarge returns, and forgets, the size refusal met while the input
+// record was processed.
+func (d *driver) takeTooLarge() error {
+	err := d.tooLarge
+	d.tooLarge = nil
+	return err
+}
+
+// fitRejected cuts a rejected record until it fits the rejected topic:
+// the value first, then the input's own headers, then the key; what was
+// cut is named in HeaderRejectTruncated with its original size.
+func (d *driver) fitRejected(m *kafka.Message, own int) {
+	limit := d.e.limit.batch
+	size := recordBytes(m.Key, m.Value, m.Headers, nil)
+	if size <= limit {
+		return
+	}
+	note := "value=" + strconv.Itoa(len(m.Value))
+	room := func() int {
+		// The note's header is counted at its longest.
+		return limit - recordBytes(m.Key, m.Value, m.Headers, nil) - len(HeaderRejectTruncated) - len(note) - kafka.HeaderOverhead - 40
+	}
+	if over := -room(); over > 0 {
+		m.Value = m.Value[:max(len(m.Value)-over, 0)]
+	}
+	if room() < 0 && own > 0 {
+		note += ",headers=" + strconv.Itoa(own)
+		m.Headers = slices.Delete(slices.Clone(m.Headers), 0, own)
+	}
+	if over := -room(); over > 0 {
+		note += ",key=" + strconv.Itoa(len(m.Key))
+		m.Key = m.Key[:max(len(m.Key)-over, 0)]
+	}
+	for i, h := range m.Headers {
+		// The error text is the last thing that can be cut.
+		if over := -room(); over > 0 && h.Key == HeaderRejectError {
+			m.Headers[i].Value = h.Value[:max(len(h.Value)-over, 0)]
+		}
+	}
+	m.Headers = append(m.Headers, graph.Header{Key: HeaderRejectTruncated, Value: []byte(note)})
+}

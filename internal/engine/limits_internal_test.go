@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
+)
+
+// A rejected record is cut until it fits the limit: the value first, then
+// the input's own headers, then the key; the note names what was cut.
+func TestFitRejected(t *testing.T) {
+	const limit = 10000
+	d := &driver{e: &Engine{limit: sizeLimit{batch: limit, topic: "app-rejected"}}}
+	reject := []graph.Header{
+		{Key: HeaderRejectReason, Value: []byte(ReasonTooLarge)},
+		{Key: HeaderSource, Value: []byte("in/0/7")},
+		{Key: HeaderRejectError, Value: []byte("engine: too large")},
+	}
+	big := func(n int) []byte { return bytes.Repeat([]byte{'x'}, n) }
+	for _, tc := range []struct {
+		name       string
+		key, value int
+		own        int // own headers of 3000 bytes each
+		note       string
+		keepKey    bool
+		ownLeft    int
+	}{
+		{name: "fits", key: 10, value: 5000, note: "", keepKey: true},
+		{name: "value cut", key: 10, value: 50000, own: 1, note: "value=50000", keepKey: true, ownLeft: 1},
+		{name: "headers dropped", key: 10, value: 50000, own: 4, note: "value=50000,headers=4", keepKey: true},
+		{name: "key cut", key: 30000, value: 50000, own: 1, note: "value=50000,headers=1,key=30000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var hs []graph.Header
+			for range tc.own {
+				hs = append(hs, graph.Header{Key: "own", Value: big(3000)})
+			}
+			hs = append(hs, reject...)
+			m := kafka.Message{Key: big(tc.key), Value: big(tc.value), Headers: hs}
+			d.fitRejected(&m, tc.own)
+			if n := recordBytes(m.Key, m.Value, m.Headers, nil); n > limit {
+				t.Errorf("record takes %d bytes after the cut, limit %d", n, limit)
+			}
+			note := ""
+			for _, h := range m.Headers {
+				if h.Key == HeaderRejectTruncated {
+					note = string(h.Value)
+				}
+			}
+			if note != tc.note {
+				t.Errorf("note %q, want %q", note, tc.note)
+			}
+			if tc.note == "" && (len(m.Value) != tc.value || len(m.Headers) != tc.own+3) {
+				t.Errorf("a record that fits was changed")
+			}
+			if tc.keepKey != (len(m.Key) == tc.key) {
+				t.Errorf("key kept %d of %d bytes", len(m.Key), tc.key)
+			}
+			for _, want := range []string{HeaderRejectReason, HeaderSource, HeaderRejectError} {
+				found := false
+				for _, h := range m.Headers {
+					found = found || h.Key == want
+				}
+				if !found {
+					t.Errorf("header %s lost", want)
+				}
+			}
+			own := 0
+			for _, h := range m.Headers {
+				if h.Key == "own" {
+					own++
+				}
+			}
+			if own != tc.ownLeft && tc.note != "" {
+				t.Errorf("%d own headers left of %d, want %d", own, tc.own, tc.ownLeft)
+			}
+		})
+	}
+}
+
+// The error names the record's topic when its own limit is the one
+// exceeded, and the topic that holds the limit down otherwise.
+func TestTooLargeErrorNamesTheLimitingTopic(t *testing.T) {
+	l := sizeLimit{batch: 1000, topic: "app-rejected", of: map[string]int{"out": 1000, "big": 5000, "app-rejected": 1000}}
+	if msg := (&errTooLarge{topic: "out", size: 2000, limit: l}).Error(); !strings.Contains(msg, "(max.message.bytes of out)") {
+		t.Errorf("%s", msg)
+	}
+	if msg := (&errTooLarge{topic: "big", size: 2000, limit: l}).Error(); !strings.Contains(msg, "max.message.bytes of app-rejected, the smallest") {
+		t.Errorf("%s", msg)
+	}
+}

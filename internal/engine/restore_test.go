@@ -1,0 +1,103 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/serde"
+	"github.com/onceflow/onceflow/topology"
+)
+
+// plainCountTopology counts records per key, no gate: its one store is
+// "counts", changelogged to <app>-counts-changelog.
+func plainCountTopology(in, out string) *topology.Topology {
+	tp := topology.New("counts")
+	src := topology.Source(tp, in, serde.String(), serde.String())
+	topology.To(topology.Count(src, "counts", serde.String()), out, serde.String(), serde.Int64())
+	return tp
+}
+
+// lastCount returns the last count out holds for key (-1: none).
+func lastCount(env *enginetest.Env, out, key string) int64 {
+	got := int64(-1)
+	for _, r := range env.Read(out) { // offset order; a key stays on one partition
+		if string(r.Key) == key {
+			got = int64(binary.BigEndian.Uint64(r.Value))
+		}
+	}
+	return got
+}
+
+// A restore that begins while a changelog partition has a transaction
+// open waits for it to end and includes it. The transaction here is
+// another producer's; in production it is the previous owner's, committed
+// (EndTxn returned, the group's offsets include it) but with its commit
+// markers not yet on the changelog partition. A restore that read only to
+// the last stable offset would miss it and go on from wrong state.
+func TestRestoreWaitsForOpenChangelogTransaction(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	changelog := app + "-counts-changelog"
+	env.CreateTopic(in, 1)
+	g := compile(t, plainCountTopology(in, out))
+
+	env.Produce(in, 0, 100) // key-0..key-49, twice each
+	r1 := env.Start(stateConfig(env, app, "r1", t.TempDir()), g)
+	env.WaitCount(out, 100, 60*time.Second)
+	r1.Stop()
+
+	// Another transactional producer sets key-0 to 1000 and keeps its
+	// transaction open.
+	txn, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.TransactionalID(app+"-other"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	value := binary.BigEndian.AppendUint64(nil, 1000)
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: changelog, Partition: 0, Key: []byte("key-0"), Value: value}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new owner with no local state restores; the transaction commits
+	// once the restore has seen it open.
+	var once sync.Once
+	committed := make(chan error, 1)
+	cfg := stateConfig(env, app, "r2", t.TempDir())
+	cfg.Hooks.RestoreWaiting = func(topic string, _ int32) {
+		if topic != changelog {
+			return
+		}
+		once.Do(func() { go func() { committed <- txn.EndTransaction(ctx, kgo.TryCommit) }() })
+	}
+	r2 := env.Start(cfg, g)
+	env.Produce(in, 100, 1) // key-0 once more
+	env.WaitCount(out, 101, 60*time.Second)
+	r2.Stop()
+
+	if got := lastCount(env, out, "key-0"); got != 1001 {
+		t.Errorf("key-0 counted %d after the restore, want 1001 (the open transaction's 1000, plus one)", got)
+	}
+	select {
+	case err := <-committed:
+		if err != nil {
+			t.Errorf("commit the other transaction: %v", err)
+		}
+	default:
+		t.Errorf("the restore never waited for the open transaction")
+	}
+	if s := r2.E.Stats(); s.Restored != 51 {
+		t.Errorf("r2 restored %d changelog records, want 51 (50 keys and the other transaction's)", s.Restored)
+	}
+}

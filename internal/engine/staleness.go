@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/statestore"
+)
+
+// Local state is trusted only as far as the changelog still holds every
+// record written since the replica last owned the task. Changelogs are
+// compacted: a tombstone the task's next owner wrote is dropped once the
+// topic's delete.retention.ms has passed, and a restore from an older
+// offset would then keep the deleted key. So each (store, task) records
+// when the replica last owned it (statestore.MarkOwned: at the start of
+// every session that restores it, and after its commits), a restore wipes
+// state older than the retention allows, and state of tasks not owned for
+// CleanupDelay is deleted, as Kafka Streams' state cleaner does.
+
+// defaultDeleteRetention is Kafka's default delete.retention.ms, assumed
+// when the broker does not report a changelog's.
+const defaultDeleteRetention = 24 * time.Hour
+
+// markEvery bounds how often commits refresh the last-owned times.
+const markEvery = time.Second
+
+// readDeleteRetention reads the tombstone retention of every changelog.
+func (e *Engine) readDeleteRetention(admin *kafka.Admin) error {
+	e.deleteRetention = map[string]time.Duration{}
+	for _, s := range e.stores {
+		v, ok, err := admin.TopicConfig(s.topic, "delete.retention.ms")
+		if err != nil {
+			return fmt.Errorf("engine: changelogs: %w", err)
+		}
+		d := defaultDeleteRetention
+		if ok {
+			ms, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("engine: changelog %q has delete.retention.ms=%q: %w", s.topic, v, err)
+			}
+			d = time.Duration(ms) * time.Millisecond
+		}
+		e.deleteRetention[s.topic] = d
+	}
+	return nil
+}
+
+// stale reports whether the local state of st may lack a tombstone that
+// compaction has since dropped from the changelog: when it was last owned
+// longer ago than the changelog's delete.retention.ms (less the session
+// timeout, the longest a replica can believe it owns a task it lost), or
+// when no last-owned time is recorded.
+func (e *Engine) stale(s storeInfo, st statestore.StoreTask) (bool, string, error) {
+	owned, ok, err := e.db.LastOwned(st.Store, st.Task)
+	if err != nil {
+		return false, "", fmt.Errorf("engine: restore %s: %w", st, err)
+	}
+	if !ok {
+		return true, "no last-owned time recorded", nil
+	}
+	age := e.cfg.Now().Sub(owned)
+	limit := e.deleteRetention[s.topic] - e.cfg.Timeouts.Session
+	if age >= limit {
+		return true, fmt.Sprintf("last owned %v ago, the changelog keeps tombstones %v", age.Round(time.Second), e.deleteRetention[s.topic]), nil
+	}
+	return false, "", nil
+}
+
+// dropUnowned deletes the local state of every (store, task) not in owned
+// that was last owned CleanupDelay or longer ago (or at an unknown time).
+// It runs on the goroutine that drives the session's state, so no
+// transaction or restore writes the pairs it wipes.
+func (e *Engine) dropUnowned(owned []statestore.StoreTask) error {
+	kept, err := e.db.Kept()
+	if err != nil {
+		return fmt.Errorf("engine: state cleanup: %w", err)
+	}
+	now := e.cfg.Now()
+	for st, at := range kept {
+		if slices.Contains(owned, st) || !at.IsZero() && now.Sub(at) < e.cfg.CleanupDelay {
+			continue
+		}
+		if err := e.db.Wipe(st.Store, st.Task); err != nil {
+			return fmt.Errorf("engine: state cleanup: %w", err)
+		}
+		e.c.dropped.Add(1)
+		e.log.Info("deleted the local state of a task not owned for the cleanup delay", "store", st.Store, "task", st.Task.String(), "last_owned", at, "delay", e.cfg.CleanupDelay)
+	}
+	return nil
+}
+
+// keeper refreshes the last-owned times of a session's tasks after its
+// commits and deletes the state of tasks it no longer owns. It belongs to
+// the session's driver.
+type keeper struct {
+	owned   []statestore.StoreTask
+	marked  time.Time // last MarkOwned
+	cleaned time.Time // last dropUnowned
+}
+
+// committed runs after a commit that began at began succeeded: the group
+// accepted the commit, so the replica owned its tasks then. A failure here
+// is logged: the commit stands, and a missing mark only makes the state
+// look older than it is.
+func (k *keeper) committed(e *Engine, began time.Time) {
+	if began.Sub(k.marked) >= markEvery && len(k.owned) > 0 {
+		if err := e.db.MarkOwned(began, k.owned...); err != nil {
+			e.log.Warn("cannot record the tasks as owned", "error", err)
+		}
+		k.marked = began
+	}
+	if now := e.cfg.Now(); now.Sub(k.cleaned) >= min(e.cfg.CleanupDelay/2, time.Minute) {
+		k.cleaned = now
+		if err := e.dropUnowned(k.owned); err != nil {
+			e.log.Warn("state cleanup failed", "error", err)
+		}
+	}
+}

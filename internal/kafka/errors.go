@@ -1,0 +1,60 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/IBM/sarama"
+)
+
+// ErrProducerFenced means the broker fenced the transactional producer: a
+// newer producer with the same transactional id initialised after it, or
+// the coordinator aborted its transaction (timeout, or a broker restart)
+// and bumped the producer's epoch. Kafka answers PRODUCER_FENCED (error
+// code 90; sarama v1 names the code but prints it as "Unknown error, how
+// did this happen? Error code = 90") or, to older requests,
+// INVALID_PRODUCER_EPOCH (47). Not retryable with the same producer:
+// close it and create it again with the same transactional id, which
+// aborts whatever transaction it left open.
+var ErrProducerFenced = errors.New("kafka: producer fenced")
+
+// fencedError names a fencing error code and keeps sarama's error as its
+// cause, so errors.Is matches both ErrProducerFenced and the sarama code.
+type fencedError struct {
+	code  sarama.KError
+	cause error
+}
+
+func (e *fencedError) Error() string {
+	name := "PRODUCER_FENCED"
+	if e.code == sarama.ErrInvalidProducerEpoch {
+		name = "INVALID_PRODUCER_EPOCH"
+	}
+	return fmt.Sprintf("%v (%s, Kafka error code %d): a newer producer with the same transactional id took over, "+
+		"or the broker aborted the transaction; the producer must be created again", ErrProducerFenced, name, int16(e.code))
+}
+
+func (e *fencedError) Is(target error) bool { return target == ErrProducerFenced }
+
+func (e *fencedError) Unwrap() error { return e.cause }
+
+// named returns err with the Kafka error codes that mean "fenced" turned
+// into an error that names them and matches ErrProducerFenced; any other
+// error (and nil) comes back unchanged.
+func named(err error) error {
+	var code sarama.KError
+	if !errors.As(err, &code) || errors.Is(err, ErrProducerFenced) {
+		return err
+	}
+	if code == sarama.ErrProducerFenced || code == sarama.ErrInvalidProducerEpoch {
+		return &fencedError{code: code, cause: err}
+	}
+	return err
+}
+
+// IsFenced reports whether err says the producer was fenced (see
+// ErrProducerFenced), whether or not it went through named.
+func IsFenced(err error) bool {
+	return errors.Is(err, ErrProducerFenced) ||
+		errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch)
+}
