@@ -113,11 +113,10 @@ type Engine struct {
 	purge    purger
 
 	// State, for topologies with stores.
-	stores      map[string]storeInfo
-	byTopic     map[string]string // changelog topic → store
-	dedupStores []string          // sorted
-	db          *statestore.DB
-	reader      *kafka.ChangelogReader
+	stores  map[string]storeInfo
+	byTopic map[string]string // changelog topic → store
+	db      *statestore.DB
+	reader  *kafka.ChangelogReader
 
 	deleteRetention map[string]time.Duration // each changelog's delete.retention.ms
 
