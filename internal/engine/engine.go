@@ -448,7 +448,7 @@ func (e *Engine) prepareInternal(admin *kafka.Admin, internal []string, have map
 			if got[t] != n {
 				return fmt.Errorf("engine: repartition topic %q has %d partitions, its writer %d: delete it to have it recreated", t, got[t], n)
 			}
-			if err := keepForever(admin, t); err != nil {
+			if err := e.keepForever(admin, t); err != nil {
 				return err
 			}
 			have[t] = n

@@ -22,12 +22,13 @@ type Stats struct {
 	ChangesCollapsed    int64 // state changes not sent: a later write of the same key in the same chunk replaced them
 	Purges              int64 // repartition topics purged up to the committed offsets (one per topic and purge)
 	Dropped             int64 // task stores deleted because the replica had not owned the task for the cleanup delay
+	RestoreWaits        int64 // restores that waited for a transaction open on their changelog partition to end
 }
 
 // counters back Stats.
 type counters struct {
 	in, out, rejected, committed, aborted, recreated, sessions, restored, wipes, expired atomic.Int64
-	changelog, collapsed, purges, dropped                                                atomic.Int64
+	changelog, collapsed, purges, dropped, restoreWaits                                  atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -46,6 +47,7 @@ func (c *counters) snapshot() Stats {
 		ChangesCollapsed:    c.collapsed.Load(),
 		Purges:              c.purges.Load(),
 		Dropped:             c.dropped.Load(),
+		RestoreWaits:        c.restoreWaits.Load(),
 	}
 }
 

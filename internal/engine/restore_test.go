@@ -97,6 +97,9 @@ func TestRestoreWaitsForOpenChangelogTransaction(t *testing.T) {
 	default:
 		t.Errorf("the restore never waited for the open transaction")
 	}
+	if s := r2.E.Stats(); s.RestoreWaits != 1 {
+		t.Errorf("r2 waited for open changelog transactions %d times, want 1", s.RestoreWaits)
+	}
 	if s := r2.E.Stats(); s.Restored != 51 {
 		t.Errorf("r2 restored %d changelog records, want 51 (50 keys and the other transaction's)", s.Restored)
 	}

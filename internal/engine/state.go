@@ -169,6 +169,7 @@ func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTa
 // open transactions to end (the previous owner's commit markers, or a
 // dead producer's transaction until the broker aborts it).
 func (e *Engine) restoreWaiting(topic string, partition int32, stable, end int64) {
+	e.c.restoreWaits.Add(1)
 	e.log.Named("restore").Info("changelog has a transaction open; waiting for it to end",
 		"topic", topic, "partition", partition, "last_stable_offset", stable, "end_offset", end, "within", e.cfg.Timeouts.Transaction)
 	if h := e.cfg.Hooks.RestoreWaiting; h != nil {
