@@ -84,6 +84,9 @@ type Hooks struct {
 	// BeforeApply runs after a commit, before its state reaches Pebble;
 	// returning false skips the apply, as a crash at that instant would.
 	BeforeApply func() bool
+	// ApplyError, when it returns an error, fails the apply of a committed
+	// transaction's state with it, before anything reaches Pebble.
+	ApplyError func() error
 	// RestoreWaiting runs when a restore finds a changelog partition with
 	// a transaction open and starts waiting for it to end.
 	RestoreWaiting func(topic string, partition int32)

@@ -238,6 +238,11 @@ type changeKey struct {
 // applyState writes the committed transaction's state to Pebble with each
 // touched task's changelog offset.
 func (d *driver) applyState() error {
+	if h := d.e.cfg.Hooks.ApplyError; h != nil {
+		if err := h(); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), d.e.cfg.Timeouts.Transaction)
 	defer cancel()
 	tracked, err := d.p.TrackedOffsets(ctx)
