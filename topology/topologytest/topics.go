@@ -23,18 +23,21 @@ type Record[K, V any] struct {
 	Source string
 }
 
-// InputTopic pipes typed records into one source topic.
-type InputTopic[K, V any] struct {
-	d     *Driver
-	topic string
-	kc    serde.Codec[K]
-	vc    serde.Codec[V]
+// topic is a topic of the driver with the codecs of its keys and values.
+type topic[K, V any] struct {
+	d    *Driver
+	name string
+	kc   serde.Codec[K]
+	vc   serde.Codec[V]
 }
+
+// InputTopic pipes typed records into one source topic.
+type InputTopic[K, V any] struct{ topic[K, V] }
 
 // Input returns a typed writer for a source topic of the driver's
 // topology, encoding with kc and vc.
-func Input[K, V any](d *Driver, topic string, kc serde.Codec[K], vc serde.Codec[V]) *InputTopic[K, V] {
-	return &InputTopic[K, V]{d: d, topic: topic, kc: kc, vc: vc}
+func Input[K, V any](d *Driver, name string, kc serde.Codec[K], vc serde.Codec[V]) *InputTopic[K, V] {
+	return &InputTopic[K, V]{topic[K, V]{d: d, name: name, kc: kc, vc: vc}}
 }
 
 // Pipe writes one record with the driver's wall clock as its timestamp, on
@@ -48,11 +51,11 @@ func (in *InputTopic[K, V]) Pipe(key K, value V) error {
 func (in *InputTopic[K, V]) PipeRecord(r Record[K, V]) error {
 	kb, err := in.kc.Encode(r.Key)
 	if err != nil {
-		return fmt.Errorf("topologytest: %s: key: %w", in.topic, err)
+		return fmt.Errorf("topologytest: %s: key: %w", in.name, err)
 	}
 	vb, err := in.vc.Encode(r.Value)
 	if err != nil {
-		return fmt.Errorf("topologytest: %s: value: %w", in.topic, err)
+		return fmt.Errorf("topologytest: %s: value: %w", in.name, err)
 	}
 	return in.PipeRaw(kb, vb, r.Headers, r.Timestamp, r.Partition)
 }
@@ -63,41 +66,36 @@ func (in *InputTopic[K, V]) PipeRaw(key, value []byte, headers topology.Headers,
 	if ts.IsZero() {
 		ts = in.d.now
 	}
-	return in.d.pipe(raw{topic: in.topic, partition: partition, key: key, value: value, headers: headers, timestamp: ts})
+	return in.d.pipe(raw{topic: in.name, partition: partition, key: key, value: value, headers: headers, timestamp: ts})
 }
 
 // OutputTopic reads typed records from one output topic.
-type OutputTopic[K, V any] struct {
-	d     *Driver
-	topic string
-	kc    serde.Codec[K]
-	vc    serde.Codec[V]
-}
+type OutputTopic[K, V any] struct{ topic[K, V] }
 
 // Output returns a typed reader for an output topic, decoding with kc and
 // vc.
-func Output[K, V any](d *Driver, topic string, kc serde.Codec[K], vc serde.Codec[V]) *OutputTopic[K, V] {
-	return &OutputTopic[K, V]{d: d, topic: topic, kc: kc, vc: vc}
+func Output[K, V any](d *Driver, name string, kc serde.Codec[K], vc serde.Codec[V]) *OutputTopic[K, V] {
+	return &OutputTopic[K, V]{topic[K, V]{d: d, name: name, kc: kc, vc: vc}}
 }
 
 // ReadAll returns the records written to the topic since the last read, in
 // the order they were written.
 func (out *OutputTopic[K, V]) ReadAll() ([]Record[K, V], error) {
 	var rs []Record[K, V]
-	for _, o := range out.d.outputs[out.topic] {
+	for _, o := range out.d.outputs[out.name] {
 		r := Record[K, V]{Headers: o.headers, Timestamp: o.timestamp, Partition: o.partition, Source: o.source}
 		var err error
 		if o.key != nil {
 			if r.Key, err = out.kc.Decode(o.key); err != nil {
-				return nil, fmt.Errorf("topologytest: %s: key: %w", out.topic, err)
+				return nil, fmt.Errorf("topologytest: %s: key: %w", out.name, err)
 			}
 		}
 		if r.Value, err = out.vc.Decode(o.value); err != nil {
-			return nil, fmt.Errorf("topologytest: %s: value: %w", out.topic, err)
+			return nil, fmt.Errorf("topologytest: %s: value: %w", out.name, err)
 		}
 		rs = append(rs, r)
 	}
-	delete(out.d.outputs, out.topic)
+	delete(out.d.outputs, out.name)
 	return rs, nil
 }
 
