@@ -332,10 +332,10 @@ func (e *Engine) shutdown() {
 func (e *Engine) prepare(ctx context.Context) error {
 	admin := e.admin
 	sources := e.g.SourceTopics()
-	internal := e.g.InternalTopics()
+	links := e.g.LinkTopics()
 	var external []string
 	for _, t := range sources {
-		if !slices.Contains(internal, t) {
+		if !slices.Contains(links, t) {
 			external = append(external, t)
 		}
 	}
@@ -350,7 +350,7 @@ func (e *Engine) prepare(ctx context.Context) error {
 		}
 	}
 	if len(errs) == 0 {
-		if err := e.prepareInternal(admin, internal, have); err != nil {
+		if err := e.prepareLinks(admin, links, have); err != nil {
 			return err
 		}
 	}
@@ -417,13 +417,15 @@ func (e *Engine) prepare(ctx context.Context) error {
 	return nil
 }
 
-// prepareInternal creates the repartition topics, each with the partition
-// count of the sub-topology that writes it (known once that
-// sub-topology's own sources are), and adds them to have.
-func (e *Engine) prepareInternal(admin *kafka.Admin, internal []string, have map[string]int32) error {
+// prepareLinks creates the repartition and through topics, each with the
+// partition count of the sub-topology that writes it (known once that
+// sub-topology's own sources are), and adds them to have. A through topic
+// that exists is used as it is.
+func (e *Engine) prepareLinks(admin *kafka.Admin, links []string, have map[string]int32) error {
+	through := e.g.ThroughTopics()
 	for progress := true; progress; {
 		progress = false
-		for _, t := range internal {
+		for _, t := range links {
 			if _, ok := have[t]; ok {
 				continue
 			}
@@ -435,6 +437,15 @@ func (e *Engine) prepareInternal(admin *kafka.Admin, internal []string, have map
 				n = max(n, p)
 			}
 			if !known {
+				continue
+			}
+			if slices.Contains(through, t) {
+				got, err := admin.Ensure(map[string]int32{t: n}, nil)
+				if err != nil {
+					return fmt.Errorf("engine: through topic: %w", err)
+				}
+				have[t] = got[t]
+				progress = true
 				continue
 			}
 			got, err := admin.Ensure(map[string]int32{t: n}, repartitionConfigs())

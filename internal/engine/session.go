@@ -57,7 +57,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	batches := make(chan kafka.Batch, 64)
 	h.d = &driver{e: e, s: s, p: e.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
 		starts: map[string]map[int32]int64{}, internal: map[string]bool{}, pending: newTally()}
-	for _, t := range e.g.InternalTopics() {
+	for _, t := range e.g.LinkTopics() {
 		h.d.internal[t] = true
 	}
 	h.d.state = h.d.newTaskState()
