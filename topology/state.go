@@ -86,6 +86,12 @@ func (s KeyValueStore[K, V]) owner() *Topology { return s.t }
 // Name returns the store's name.
 func (s KeyValueStore[K, V]) Name() string { return s.name }
 
+// KeyCodec returns the codec of the store's keys.
+func (s KeyValueStore[K, V]) KeyCodec() serde.Codec[K] { return s.kc }
+
+// ValueCodec returns the codec of the store's values.
+func (s KeyValueStore[K, V]) ValueCodec() serde.Codec[V] { return s.vc }
+
 // Get reads k, seeing this transaction's own writes.
 func (s KeyValueStore[K, V]) Get(ctx StateContext, k K) (V, bool, error) {
 	var zero V

@@ -437,12 +437,10 @@ func (t *Topology) Validate() error {
 	}
 	errs := slices.Clone(t.errs)
 	var sources, sinks int
-	sourceTopics := map[string]bool{}
 	for _, n := range t.nodes {
 		switch n.Kind {
 		case graph.KindSource:
 			sources++
-			sourceTopics[n.Topic] = true
 		case graph.KindSink:
 			sinks++
 		case graph.KindProcessor:
@@ -460,11 +458,8 @@ func (t *Topology) Validate() error {
 	}
 	errs = append(errs, t.checkStores()...)
 	errs = append(errs, t.checkKeyedState()...)
+	errs = append(errs, t.checkLoops()...)
 	for _, n := range t.nodes {
-		// An empty topic is already reported; it is not also a loop.
-		if n.Kind == graph.KindSink && !n.Internal && n.Topic != "" && sourceTopics[n.Topic] {
-			errs = append(errs, fmt.Errorf("topology: topic %q is both read and written: a loop", n.Topic))
-		}
 		if n.Kind == graph.KindSource && len(n.Children) == 0 {
 			errs = append(errs, fmt.Errorf("topology: source %q is not used", n.Topic))
 		}

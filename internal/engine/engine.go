@@ -89,6 +89,9 @@ type Hooks struct {
 	// BeforeApply runs after a commit, before its state reaches Pebble;
 	// returning false skips the apply, as a crash at that instant would.
 	BeforeApply func() bool
+	// ApplyError, when it returns an error, fails the apply of a committed
+	// transaction's state with it, before anything reaches Pebble.
+	ApplyError func() error
 	// RestoreWaiting runs when a restore finds a changelog partition with
 	// a transaction open and starts waiting for it to end.
 	RestoreWaiting func(topic string, partition int32)
@@ -118,11 +121,10 @@ type Engine struct {
 	purge    purger
 
 	// State, for topologies with stores.
-	stores      map[string]storeInfo
-	byTopic     map[string]string // changelog topic → store
-	dedupStores []string          // sorted
-	db          *statestore.DB
-	reader      *kafka.ChangelogReader
+	stores  map[string]storeInfo
+	byTopic map[string]string // changelog topic → store
+	db      *statestore.DB
+	reader  *kafka.ChangelogReader
 
 	deleteRetention map[string]time.Duration // each changelog's delete.retention.ms
 
@@ -450,10 +452,10 @@ func (e *Engine) shutdown() {
 func (e *Engine) prepare(ctx context.Context) error {
 	admin := e.admin
 	sources := e.g.SourceTopics()
-	internal := e.g.InternalTopics()
+	links := e.g.LinkTopics()
 	var external []string
 	for _, t := range sources {
-		if !slices.Contains(internal, t) {
+		if !slices.Contains(links, t) {
 			external = append(external, t)
 		}
 	}
@@ -468,7 +470,7 @@ func (e *Engine) prepare(ctx context.Context) error {
 		}
 	}
 	if len(errs) == 0 {
-		if err := e.prepareInternal(admin, internal, have); err != nil {
+		if err := e.prepareLinks(admin, links, have); err != nil {
 			return err
 		}
 	}
@@ -535,13 +537,15 @@ func (e *Engine) prepare(ctx context.Context) error {
 	return nil
 }
 
-// prepareInternal creates the repartition topics, each with the partition
-// count of the sub-topology that writes it (known once that
-// sub-topology's own sources are), and adds them to have.
-func (e *Engine) prepareInternal(admin *kafka.Admin, internal []string, have map[string]int32) error {
+// prepareLinks creates the repartition and through topics, each with the
+// partition count of the sub-topology that writes it (known once that
+// sub-topology's own sources are), and adds them to have. A through topic
+// that exists is used as it is.
+func (e *Engine) prepareLinks(admin *kafka.Admin, links []string, have map[string]int32) error {
+	through := e.g.ThroughTopics()
 	for progress := true; progress; {
 		progress = false
-		for _, t := range internal {
+		for _, t := range links {
 			if _, ok := have[t]; ok {
 				continue
 			}
@@ -553,6 +557,15 @@ func (e *Engine) prepareInternal(admin *kafka.Admin, internal []string, have map
 				n = max(n, p)
 			}
 			if !known {
+				continue
+			}
+			if slices.Contains(through, t) {
+				got, err := admin.Ensure(map[string]int32{t: n}, nil)
+				if err != nil {
+					return fmt.Errorf("engine: through topic: %w", err)
+				}
+				have[t] = got[t]
+				progress = true
 				continue
 			}
 			got, err := admin.Ensure(map[string]int32{t: n}, repartitionConfigs())
@@ -569,7 +582,7 @@ func (e *Engine) prepareInternal(admin *kafka.Admin, internal []string, have map
 			if got[t] != n {
 				return fmt.Errorf("engine: repartition topic %q has %d partitions, its writer %d: delete it to have it recreated", t, got[t], n)
 			}
-			if err := keepForever(admin, t); err != nil {
+			if err := e.keepForever(admin, t); err != nil {
 				return err
 			}
 			have[t] = n

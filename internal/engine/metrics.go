@@ -22,13 +22,14 @@ type Stats struct {
 	ChangesCollapsed    int64 // state changes not sent: a later write of the same key in the same chunk replaced them
 	Purges              int64 // repartition topics purged up to the committed offsets (one per topic and purge)
 	Dropped             int64 // task stores deleted because the replica had not owned the task for the cleanup delay
+	RestoreWaits        int64 // restores that waited for a transaction open on their changelog partition to end
 	CommitTimeouts      int64 // transaction steps that ran past the commit timeout (each dropped the producer)
 }
 
 // counters back Stats.
 type counters struct {
 	in, out, rejected, committed, aborted, recreated, sessions, restored, wipes, expired atomic.Int64
-	changelog, collapsed, purges, dropped, timeouts                                      atomic.Int64
+	changelog, collapsed, purges, dropped, restoreWaits, timeouts                        atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -47,6 +48,7 @@ func (c *counters) snapshot() Stats {
 		ChangesCollapsed:    c.collapsed.Load(),
 		Purges:              c.purges.Load(),
 		Dropped:             c.dropped.Load(),
+		RestoreWaits:        c.restoreWaits.Load(),
 		CommitTimeouts:      c.timeouts.Load(),
 	}
 }

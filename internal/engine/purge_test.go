@@ -35,13 +35,17 @@ func (c *fakeClock) now() time.Time          { return time.Now().Add(time.Durati
 func (c *fakeClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // Repartition topics keep records until the reading sub-topology has
-// committed past them (no retention of their own) and are purged up to the
-// committed offsets, once per purge interval.
+// committed past them (no retention of their own; one left by an earlier
+// release with a retention gets none) and are purged up to the committed
+// offsets, once per purge interval.
 func TestRepartitionTopicsKeepRecordsAndArePurged(t *testing.T) {
 	env := enginetest.New(t)
 	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
 	repartition := app + "-moved-repartition"
 	env.CreateTopic(in, 2)
+	// Created by an earlier release, with the broker's default retention.
+	env.CreateTopic(repartition, 2)
+	env.SetTopicConfig(repartition, "retention.ms", "604800000")
 	clock := &fakeClock{}
 	cfg := env.Config(app, "r1")
 	cfg.Now = clock.now
@@ -98,6 +102,9 @@ func TestDeletedRepartitionRecordsStopTheReplica(t *testing.T) {
 	env.Produce(in, 0, 100)
 	env.WaitCount(out, 100, 60*time.Second)
 	r.Stop()
+	if v := env.TopicConfig(repartition, "retention.ms"); v != "-1" {
+		t.Errorf("repartition topic created with retention.ms=%s, want -1", v)
+	}
 
 	// Records the first sub-topology wrote, deleted before they were read.
 	for range 10 {

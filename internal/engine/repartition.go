@@ -30,17 +30,19 @@ func repartitionConfigs() map[string]*string {
 
 // keepForever sets retention.ms=-1 on a repartition topic that has another
 // value (one created by an earlier release with the broker's default).
-func keepForever(admin *kafka.Admin, topic string) error {
+func (e *Engine) keepForever(admin *kafka.Admin, topic string) error {
 	v, ok, err := admin.TopicConfig(topic, "retention.ms")
-	if err != nil {
-		return fmt.Errorf("engine: repartition topic: %w", err)
+	if err != nil || !ok {
+		e.log.Warn("cannot read the repartition topic's retention.ms; records not read yet may be deleted unless it is -1", "topic", topic, "error", err)
+		return nil
 	}
-	if !ok || v == "-1" {
+	if v == "-1" {
 		return nil
 	}
 	if err := admin.SetTopicConfig(topic, "retention.ms", "-1"); err != nil {
 		return fmt.Errorf("engine: repartition topic %q has retention.ms=%s, which can delete records not read yet: %w", topic, v, err)
 	}
+	e.log.Info("repartition topic now keeps records until they are purged", "topic", topic, "old_retention_ms", v)
 	return nil
 }
 

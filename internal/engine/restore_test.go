@@ -3,7 +3,9 @@ package engine_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,7 +99,47 @@ func TestRestoreWaitsForOpenChangelogTransaction(t *testing.T) {
 	default:
 		t.Errorf("the restore never waited for the open transaction")
 	}
+	if s := r2.E.Stats(); s.RestoreWaits != 1 {
+		t.Errorf("r2 waited for open changelog transactions %d times, want 1", s.RestoreWaits)
+	}
 	if s := r2.E.Stats(); s.Restored != 51 {
 		t.Errorf("r2 restored %d changelog records, want 51 (50 keys and the other transaction's)", s.Restored)
 	}
+}
+
+// The state of a committed transaction fails to reach Pebble: the replica
+// recreates its producer (whose InitProducerId waits for the transaction's
+// commit markers) before it rewinds and restores the tail, and the counts
+// equal a recount.
+func TestFailedApplyRecreatesTheProducer(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 2)
+	g := compile(t, plainCountTopology(in, out))
+	cfg := stateConfig(env, app, "r1", t.TempDir())
+	var failed atomic.Bool
+	cfg.Hooks.ApplyError = func() error {
+		if failed.CompareAndSwap(false, true) {
+			return errors.New("injected apply failure")
+		}
+		return nil
+	}
+	r := env.Start(cfg, g)
+	env.Produce(in, 0, 500)
+	env.WaitCount(out, 500, 60*time.Second)
+	env.Produce(in, 500, 500)
+	env.WaitCount(out, 1000, 60*time.Second)
+	r.Stop()
+	s := r.E.Stats()
+	if !failed.Load() {
+		t.Fatal("no apply failed: the test would test nothing")
+	}
+	if s.ProducerRecreations != 1 {
+		t.Errorf("%d producer recreations after a failed apply, want 1", s.ProducerRecreations)
+	}
+	if s.Restored == 0 {
+		t.Errorf("nothing restored after a failed apply: %+v", s)
+	}
+	env.VerifySources(in, out)
+	checkCounts(t, env, in, out)
 }

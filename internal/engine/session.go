@@ -9,6 +9,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/taskstate"
 	"github.com/onceflow/onceflow/statestore"
 )
 
@@ -59,11 +60,11 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	}
 	batches := make(chan kafka.Batch, 64)
 	h.d = &driver{e: e, s: s, p: e.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
-		starts: map[string]map[int32]int64{}, streamTime: map[statestore.Task]time.Time{}, skewLogged: map[statestore.Task]bool{}, internal: map[string]bool{}, pending: newTally()}
-	for _, t := range e.g.InternalTopics() {
+		starts: map[string]map[int32]int64{}, internal: map[string]bool{}, pending: newTally()}
+	for _, t := range e.g.LinkTopics() {
 		h.d.internal[t] = true
 	}
-	h.d.state = &taskState{d: h.d}
+	h.d.state = h.d.newTaskState()
 	h.done = make(chan struct{})
 	go func() {
 		defer close(h.done)
@@ -118,12 +119,10 @@ type driver struct {
 	// State (topologies with stores).
 	txn         *statestore.Txn
 	keep        keeper
-	state       *taskState
+	state       *taskstate.State
 	changesSent int
 	seen        map[changeKey]struct{} // scratch of produceChanges
 	send        []bool                 // scratch of produceChanges
-	streamTime  map[statestore.Task]time.Time
-	skewLogged  map[statestore.Task]bool
 
 	deadline *time.Timer
 }
@@ -173,6 +172,7 @@ func (d *driver) begin() bool {
 	}
 	if d.e.db != nil {
 		d.txn = d.e.db.Begin()
+		d.state.Begin(d.txn)
 		d.changesSent = 0
 		d.p.ResetTracked()
 	}
@@ -192,7 +192,7 @@ func (d *driver) process(b kafka.Batch) {
 	src := e.g.Source(b.Topic)
 	sub := e.g.SubTopologyOf(b.Topic)
 	task := taskName(sub, b.Partition)
-	d.state.task = statestore.Task{SubTopology: sub, Partition: b.Partition}
+	d.state.SetTask(statestore.Task{SubTopology: sub, Partition: b.Partition})
 	for i := range b.Records {
 		r := &b.Records[i]
 		if err := d.handle(src, r); err != nil {
@@ -269,7 +269,7 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 // are counted when the transaction commits.
 func (d *driver) stage() error {
 	if d.txn != nil {
-		if err := d.state.flush(); err != nil {
+		if err := d.state.Commit(); err != nil {
 			return err
 		}
 	}
@@ -285,7 +285,7 @@ func (d *driver) stage() error {
 
 // Mark implements graph.Emitter.
 func (d *driver) Mark() graph.Mark {
-	return graph.Mark{Outputs: len(d.out), Rejections: len(d.rejects), State: len(d.state.ov.ops)}
+	return graph.Mark{Outputs: len(d.out), Rejections: len(d.rejects), State: d.state.Mark()}
 }
 
 // Rollback implements graph.Emitter: it drops what the record buffered
@@ -294,7 +294,7 @@ func (d *driver) Rollback(m graph.Mark) {
 	clear(d.out[m.Outputs:])
 	d.out = d.out[:m.Outputs]
 	d.rejects = d.rejects[:m.Rejections]
-	d.state.ov.ops = d.state.ov.ops[:m.State]
+	d.state.Rollback(m.State)
 }
 
 // Reject implements graph.Emitter: a gate rejected one record in flight.
@@ -459,6 +459,7 @@ func (d *driver) commit() {
 		if !apply {
 			d.txn.Discard()
 			d.txn = nil
+			d.state.Begin(nil)
 			d.reset()
 			d.failed = true // as if crashed: process nothing more
 			return
@@ -471,6 +472,7 @@ func (d *driver) commit() {
 			e.log.Warn("state apply failed after commit; recreating the producer and rewinding to restore", "error", err)
 			d.txn.Discard()
 			d.txn = nil
+			d.state.Begin(nil)
 			d.reset()
 			d.failed = true
 			d.dropProducer()
@@ -478,6 +480,7 @@ func (d *driver) commit() {
 			return
 		}
 		d.txn = nil
+		d.state.Begin(nil)
 		d.keep.committed(e, began)
 	}
 	d.reset()
@@ -597,6 +600,7 @@ func (d *driver) fail(step string, err error) {
 	if d.txn != nil {
 		d.txn.Discard()
 		d.txn = nil
+		d.state.Begin(nil)
 	}
 	if drop {
 		d.dropProducer()

@@ -28,12 +28,13 @@ const defaultDeleteRetention = 24 * time.Hour
 const markEvery = time.Second
 
 // readDeleteRetention reads the tombstone retention of every changelog.
+// One the broker does not tell is taken to be Kafka's default.
 func (e *Engine) readDeleteRetention(admin *kafka.Admin) error {
 	e.deleteRetention = map[string]time.Duration{}
 	for _, s := range e.stores {
 		v, ok, err := admin.TopicConfig(s.topic, "delete.retention.ms")
 		if err != nil {
-			return fmt.Errorf("engine: changelogs: %w", err)
+			e.log.Warn("cannot read the changelog's delete.retention.ms; assuming the default", "topic", s.topic, "default", defaultDeleteRetention, "error", err)
 		}
 		d := defaultDeleteRetention
 		if ok {

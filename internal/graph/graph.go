@@ -100,6 +100,10 @@ type Node struct {
 	// Internal marks the sink and source of a repartition topic; Topic is
 	// then the name without the application id, which WithPrefix adds.
 	Internal bool
+	// Through marks the sink and source of a user topic the application
+	// writes and reads back (topology.Through). Unlike an internal topic
+	// its name is the user's, as given.
+	Through bool
 	// Splits marks a node that may forward more than one record per
 	// record it handles (sources, flat-map, process): each record it
 	// forwards is a unit of rejection of its own (see Context.Forward).
@@ -212,6 +216,29 @@ func (g *Graph) InternalTopics() []string {
 			ts = append(ts, n.Topic)
 		}
 	}
+	slices.Sort(ts)
+	return ts
+}
+
+// ThroughTopics lists the user topics the application writes and reads
+// back (topology.Through), sorted.
+func (g *Graph) ThroughTopics() []string {
+	var ts []string
+	for _, n := range g.Nodes {
+		if n.Kind == KindSource && n.Through {
+			ts = append(ts, n.Topic)
+		}
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// LinkTopics lists the topics that hand records from one sub-topology of
+// the application to another (repartition and through topics), sorted.
+// Records read from them carry the lineage of the input record they
+// descend from.
+func (g *Graph) LinkTopics() []string {
+	ts := append(g.InternalTopics(), g.ThroughTopics()...)
 	slices.Sort(ts)
 	return ts
 }

@@ -1,0 +1,32 @@
+package partition
+
+import "testing"
+
+// The values Kafka's own UtilsTest expects of murmur2, as signed ints.
+func TestMurmur2MatchesKafka(t *testing.T) {
+	for in, want := range map[string]int32{
+		"21":                         -973932308,
+		"foobar":                     -790332482,
+		"a-little-bit-long-string":   -985981536,
+		"a-little-bit-longer-string": -1486304829,
+		"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+		"abc": 479470107,
+	} {
+		if got := int32(murmur2([]byte(in))); got != want {
+			t.Errorf("murmur2(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestFor(t *testing.T) {
+	if got := For(nil, 7, 4); got != 3 {
+		t.Errorf("no key: partition %d, want the fallback 7 mod 4 = 3", got)
+	}
+	h := int32(-973932308)
+	if got, want := For([]byte("21"), 0, 10), int32(uint32(h)&0x7fffffff)%10; got != want {
+		t.Errorf("For(21) = %d, want %d", got, want)
+	}
+	if got := For([]byte("k"), 0, 0); got != 0 {
+		t.Errorf("no partitions: %d, want 0", got)
+	}
+}

@@ -1,0 +1,303 @@
+// Package topologytest runs a topology in-process, without a broker, for
+// unit tests: pipe typed records into its source topics, read typed
+// records from its output topics and the records its gates and failures
+// rejected, look into and seed its stores, and move the wall clock.
+//
+// The driver runs the same graph and the same state code a replica runs
+// (the rejection rules, the dedup and version gates, stream time, record
+// scopes), on an in-memory state store. What it leaves out is Kafka:
+// every piped record is processed, and its outputs and state committed,
+// before Pipe returns, as if each record were its own transaction. Records
+// written to a repartition topic are read back by the sub-topology that
+// reads it within the same Pipe, keyed to their partition as a replica's
+// would be (Kafka's murmur2 partitioner).
+//
+//	d, err := topologytest.New(tp, topologytest.Config{})
+//	...
+//	defer d.Close()
+//	in := topologytest.Input(d, "orders", serde.String(), serde.JSON[Order]())
+//	out := topologytest.Output(d, "totals", serde.String(), serde.Int64())
+//	in.Pipe("c-1", Order{...})
+//	got := out.ReadAll()
+package topologytest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/partition"
+	"github.com/onceflow/onceflow/internal/taskstate"
+	"github.com/onceflow/onceflow/statestore"
+	"github.com/onceflow/onceflow/topology"
+)
+
+// ApplicationID is the application id the driver runs the topology under:
+// repartition topics are "<ApplicationID>-<name>-repartition".
+const ApplicationID = "test"
+
+// Header names the driver writes, as a replica does.
+const (
+	HeaderSource       = "onceflow-source"
+	HeaderRejectReason = "onceflow-reject-reason"
+)
+
+// Rejection reasons of the runtime (the gates have their own: duplicate,
+// conflict, stale).
+const (
+	ReasonUndecodable     = "undecodable"
+	ReasonProcessingError = "processing-error"
+)
+
+// Config configures a Driver. The zero value means every default.
+type Config struct {
+	// Partitions is the partition count of every topic. Default 1.
+	Partitions int32
+	// WallClock is where the driver's wall clock starts; it moves only
+	// with AdvanceWallClock. It stamps records piped without a timestamp,
+	// and bounds stream time (MaxClockSkew). Default: the time New ran.
+	WallClock time.Time
+	// MaxClockSkew is how far ahead of the wall clock a record's
+	// timestamp may move stream time, as in processor.Config. Default 1
+	// hour.
+	MaxClockSkew time.Duration
+}
+
+// Driver runs one topology. It is not safe for concurrent use.
+type Driver struct {
+	g      *graph.Graph
+	parts  int32
+	now    time.Time
+	db     *statestore.DB
+	state  *taskstate.State
+	stores map[string]taskstate.Store
+
+	offsets   map[string]map[int32]int64 // next offset per topic and partition
+	changelog int64                      // next changelog offset (any store, any task)
+	outputs   map[string][]output        // by topic, unread
+	rejected  []Rejection                // unread
+
+	// The record being processed.
+	gctx    graph.Context
+	input   graph.Input
+	source  string
+	inKey   []byte
+	pending []output // outputs of the record, internal topics included
+	rejects []Rejection
+}
+
+// output is one record a sink encoded.
+type output struct {
+	topic      string
+	partition  int32
+	key, value []byte
+	headers    []graph.Header
+	timestamp  time.Time
+	source     string
+}
+
+// Rejection is one record written to the rejected-records topic: the input
+// record as consumed, with the reason, the gate or stage that rejected it
+// (empty for the runtime's own reasons) and the error.
+type Rejection struct {
+	Reason string
+	Node   string
+	Error  string
+	// Source names the input record: "topic/partition/offset".
+	Source     string
+	Key, Value []byte
+	Headers    topology.Headers
+}
+
+// New validates the topology and prepares a driver for it, with empty
+// state. Close it when done.
+func New(tp *topology.Topology, cfg Config) (*Driver, error) {
+	g, err := tp.Compile()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Partitions < 0 || cfg.MaxClockSkew < 0 {
+		return nil, fmt.Errorf("topologytest: partitions %d and max clock skew %v must not be negative", cfg.Partitions, cfg.MaxClockSkew)
+	}
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 1
+	}
+	if cfg.WallClock.IsZero() {
+		cfg.WallClock = time.Now()
+	}
+	if cfg.MaxClockSkew == 0 {
+		cfg.MaxClockSkew = time.Hour
+	}
+	d := &Driver{g: g.WithPrefix(ApplicationID), parts: cfg.Partitions, now: cfg.WallClock,
+		offsets: map[string]map[int32]int64{}, outputs: map[string][]output{}, stores: map[string]taskstate.Store{}}
+	var dedup []string
+	for _, st := range d.g.SubTopologies {
+		for _, s := range st.Stores {
+			d.stores[s.Name] = taskstate.Store{Store: s, Sub: st.ID}
+			if s.Kind == graph.StoreDedup {
+				dedup = append(dedup, s.Name)
+			}
+		}
+	}
+	slices.Sort(dedup)
+	if d.db, err = statestore.Open("", statestore.Options{DedupStores: dedup, NoSync: true}); err != nil {
+		return nil, fmt.Errorf("topologytest: %w", err)
+	}
+	d.state = taskstate.New(taskstate.Config{
+		Stores:       d.stores,
+		MaxClockSkew: cfg.MaxClockSkew,
+		Now:          func() time.Time { return d.now },
+		Source:       func() string { return d.source },
+	})
+	return d, nil
+}
+
+// Close releases the driver's state.
+func (d *Driver) Close() error { return d.db.Close() }
+
+// WallClock returns the driver's wall clock.
+func (d *Driver) WallClock() time.Time { return d.now }
+
+// AdvanceWallClock moves the wall clock on by by.
+func (d *Driver) AdvanceWallClock(by time.Duration) { d.now = d.now.Add(by) }
+
+// Rejections returns the records rejected since the last call, in order.
+func (d *Driver) Rejections() []Rejection {
+	r := d.rejected
+	d.rejected = nil
+	return r
+}
+
+// raw is one consumed record.
+type raw struct {
+	topic      string
+	partition  int32
+	key, value []byte
+	headers    []graph.Header
+	timestamp  time.Time
+	source     string // lineage carried through a repartition topic; "" for an input
+}
+
+// pipe processes one consumed record and what it sends through
+// repartition topics, each as its own transaction.
+func (d *Driver) pipe(r raw) error {
+	queue := []raw{r}
+	for len(queue) > 0 {
+		r, queue = queue[0], queue[1:]
+		if err := d.process(r); err != nil {
+			return err
+		}
+		for _, o := range d.pending {
+			if d.g.Source(o.topic) != nil {
+				// A repartition topic: the sub-topology reading it gets it next.
+				queue = append(queue, raw{topic: o.topic, partition: o.partition, key: o.key, value: o.value,
+					headers: o.headers, timestamp: o.timestamp, source: o.source})
+				continue
+			}
+			d.outputs[o.topic] = append(d.outputs[o.topic], o)
+		}
+		d.rejected = append(d.rejected, d.rejects...)
+	}
+	return nil
+}
+
+// process runs one consumed record through its sub-topology and commits
+// what it produced. The error is the driver's, never the record's.
+func (d *Driver) process(r raw) error {
+	src := d.g.Source(r.topic)
+	if src == nil {
+		return fmt.Errorf("topologytest: no source reads topic %q", r.topic)
+	}
+	if r.partition < 0 || r.partition >= d.parts {
+		return fmt.Errorf("topologytest: partition %d of %q: the driver has %d partitions per topic (Config.Partitions)", r.partition, r.topic, d.parts)
+	}
+	parts := d.offsets[r.topic]
+	if parts == nil {
+		parts = map[int32]int64{}
+		d.offsets[r.topic] = parts
+	}
+	offset := parts[r.partition]
+	parts[r.partition]++
+	d.source = r.source
+	if d.source == "" {
+		d.source = r.topic + "/" + strconv.Itoa(int(r.partition)) + "/" + strconv.FormatInt(offset, 10)
+	}
+	d.pending, d.rejects = d.pending[:0], d.rejects[:0]
+	d.inKey = r.key
+	d.input = graph.Input{Topic: r.topic, Partition: r.partition, Offset: offset, Headers: r.headers, Value: r.value, Timestamp: r.timestamp}
+
+	txn := d.db.Begin()
+	defer txn.Discard()
+	d.state.Begin(txn)
+	d.state.SetTask(statestore.Task{SubTopology: d.g.SubTopologyOf(r.topic), Partition: r.partition})
+	defer d.state.Begin(nil)
+
+	k, v, err := src.Decode(r.key, r.value)
+	if err == nil {
+		var st graph.State
+		if len(d.stores) > 0 {
+			st = d.state
+		}
+		err = d.gctx.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.headers, Timestamp: r.timestamp}, d, st)
+		if err != nil {
+			d.Rollback(graph.Mark{})
+			reason := ReasonProcessingError
+			if rej, ok := errors.AsType[*graph.Rejection](err); ok {
+				reason = rej.Reason
+			}
+			d.rejects = append(d.rejects, d.rejection(reason, "", err))
+		}
+	} else {
+		d.rejects = append(d.rejects, d.rejection(ReasonUndecodable, "", err))
+	}
+	if err := d.state.Commit(); err != nil {
+		return fmt.Errorf("topologytest: state: %w", err)
+	}
+	if _, err := d.state.Expire(0); err != nil {
+		return fmt.Errorf("topologytest: expire: %w", err)
+	}
+	// Apply as a replica does after its Kafka commit, with an offset for
+	// every store and task the transaction changed.
+	offsets := map[statestore.StoreTask]int64{}
+	for _, c := range txn.Changes() {
+		d.changelog++
+		offsets[statestore.StoreTask{Store: c.Store, Task: c.Task}] = d.changelog
+	}
+	if err := txn.Apply(offsets); err != nil {
+		return fmt.Errorf("topologytest: apply: %w", err)
+	}
+	return nil
+}
+
+// Emit implements graph.Emitter.
+func (d *Driver) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
+	d.pending = append(d.pending, output{topic: topic, partition: partition.For(key, d.input.Partition, d.parts),
+		key: key, value: value, headers: headers, timestamp: ts, source: d.source})
+	return nil
+}
+
+// Reject implements graph.Emitter.
+func (d *Driver) Reject(rej *graph.Rejection) error {
+	d.rejects = append(d.rejects, d.rejection(rej.Reason, rej.Node, rej))
+	return nil
+}
+
+// Mark implements graph.Emitter.
+func (d *Driver) Mark() graph.Mark {
+	return graph.Mark{Outputs: len(d.pending), Rejections: len(d.rejects), State: d.state.Mark()}
+}
+
+// Rollback implements graph.Emitter.
+func (d *Driver) Rollback(m graph.Mark) {
+	d.pending = d.pending[:m.Outputs]
+	d.rejects = d.rejects[:m.Rejections]
+	d.state.Rollback(m.State)
+}
+
+func (d *Driver) rejection(reason, node string, cause error) Rejection {
+	return Rejection{Reason: reason, Node: node, Error: cause.Error(), Source: d.source,
+		Key: d.inKey, Value: d.input.Value, Headers: d.input.Headers}
+}
