@@ -143,3 +143,73 @@ func TestFailedApplyRecreatesTheProducer(t *testing.T) {
 	env.VerifySources(in, out)
 	checkCounts(t, env, in, out)
 }
+
+// A replica killed mid-transaction leaves it open on the changelog until
+// the broker aborts it (the transaction timeout, plus the broker's abort
+// check). Its offsets join a transaction only at commit, so nothing stops
+// the next owner from processing and committing behind it; but a
+// read_committed reader sees nothing past the open transaction's first
+// record. When the task moves again before the abort, the new owner's
+// restore must wait for the abort and include what was committed behind
+// it, or every count it goes on from is short.
+func TestRestoreIncludesCommitsBehindADeadProducersTransaction(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	changelog := app + "-counts-changelog"
+	env.CreateTopic(in, 1)
+	g := compile(t, plainCountTopology(in, out))
+
+	r2 := env.Start(stateConfig(env, app, "r2", t.TempDir()), g)
+	r2.WaitReady(t, 60*time.Second)
+
+	// The dead owner's transaction: one changelog record, never committed.
+	dead, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.TransactionalID(app+"-dead"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := dead.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.ProduceSync(ctx, &kgo.Record{Topic: changelog, Partition: 0, Key: []byte("key-0"), Value: binary.BigEndian.AppendUint64(nil, 1000)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next owner commits behind it.
+	env.Produce(in, 0, 100) // key-0..key-49, twice each
+	env.WaitCount(out, 100, 60*time.Second)
+	r2.Stop()
+
+	// The task moves on; the broker aborts the dead transaction once the
+	// restore has met it.
+	var once sync.Once
+	aborted := make(chan error, 1)
+	cfg := stateConfig(env, app, "r3", t.TempDir())
+	cfg.Hooks.RestoreWaiting = func(topic string, _ int32) {
+		if topic == changelog {
+			once.Do(func() { go func() { aborted <- dead.EndTransaction(ctx, kgo.TryAbort) }() })
+		}
+	}
+	r3 := env.Start(cfg, g)
+	env.Produce(in, 100, 1) // key-0 once more
+	env.WaitCount(out, 101, 60*time.Second)
+	r3.Stop()
+
+	if got := lastCount(env, out, "key-0"); got != 3 {
+		t.Errorf("key-0 counted %d after the move, want 3 (a restore that stopped at the open transaction restores nothing)", got)
+	}
+	select {
+	case err := <-aborted:
+		if err != nil {
+			t.Errorf("abort the dead transaction: %v", err)
+		}
+	default:
+		t.Errorf("the restore never waited for the open transaction")
+	}
+	if s := r3.E.Stats(); s.Restored != 50 {
+		t.Errorf("r3 restored %d changelog records, want 50 (one per key, none of the aborted transaction)", s.Restored)
+	}
+}
