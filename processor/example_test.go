@@ -48,7 +48,7 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// processor: config: no brokers given
-	// application id is empty
-	// instance id is empty: give each replica a stable, unique id
+	// processor: config: application id is empty
+	// processor: config: instance id is empty: give each replica a stable, unique id
 	// processor: topology is nil
 }

@@ -3,8 +3,8 @@ package processor_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -22,18 +22,14 @@ func TestHTTPEndpoints(t *testing.T) {
 	in := env.Name("in")
 	env.CreateTopic(in, 2)
 	env.Produce(in, 0, 100)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
 	reg := prometheus.NewRegistry()
 	p, err := processor.New(processor.Config{Brokers: env.Brokers, ApplicationID: env.Name("app"), InstanceID: "r1",
-		Registerer: reg, HTTPAddr: addr}, copyTopic(in, env.Name("out")))
+		Registerer: reg}, copyTopic(in, env.Name("out")))
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := httptest.NewServer(p.Handler(reg))
+	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
@@ -44,7 +40,7 @@ func TestHTTPEndpoints(t *testing.T) {
 		}
 	}()
 	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + addr + path)
+		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			return 0, err.Error()
 		}

@@ -5,15 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/graph"
@@ -31,12 +27,6 @@ const (
 	// may repeat after a failure. For comparison and for idempotent sinks.
 	AtLeastOnce Guarantee = "at_least_once"
 )
-
-// ErrUnreachable is returned by Run when no broker answers (retryable).
-var ErrUnreachable = kafka.ErrUnreachable
-
-// ErrTopicMissing is returned by Run when an input topic does not exist.
-var ErrTopicMissing = kafka.ErrTopicMissing
 
 // Config configures one replica. The zero value of each field means its
 // default, as documented.
@@ -109,12 +99,6 @@ type Config struct {
 	Logger hclog.Logger
 	// Registerer receives the metrics. Default: no metrics.
 	Registerer prometheus.Registerer
-	// HTTPAddr serves /metrics (from Gatherer), /healthz and /readyz.
-	// Default: no server. Use a loopback address unless scraped remotely.
-	HTTPAddr string
-	// Gatherer for /metrics. Default: the Registerer when it is a
-	// *prometheus.Registry.
-	Gatherer prometheus.Gatherer
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
@@ -191,8 +175,6 @@ func (c Config) timeouts() kafka.Timeouts {
 }
 
 // Stats is a snapshot of a replica's counters.
-type Stats = engine.Stats
-
 // Processor is one replica of an application.
 type Processor struct {
 	log hclog.Logger
@@ -206,7 +188,7 @@ type Processor struct {
 func New(cfg Config, t *topology.Topology) (*Processor, error) {
 	var errs []error
 	if err := cfg.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("processor: config: %w", err))
+		errs = append(errs, &prefixed{prefix: "processor: config: ", err: err})
 	}
 	var g *graph.Graph
 	if t == nil {
@@ -218,7 +200,7 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, &prefixed{prefix: "processor: ", err: err}
 	}
 	cfg = cfg.withDefaults()
 	log := cfg.Logger
@@ -258,14 +240,7 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 // coordinator does not answer. Past the bound it returns an error and
 // leaves the clients to close in the background.
 func (p *Processor) Run(ctx context.Context) error {
-	if p.cfg.HTTPAddr != "" {
-		srv, err := p.serveHTTP()
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-	}
-	return p.e.Run(ctx)
+	return publicError(p.e.Run(ctx))
 }
 
 // StopBound is how long Run may take to return once its context ends.
@@ -275,43 +250,12 @@ func (p *Processor) StopBound() time.Duration { return engine.StopBound(p.cfg.ti
 // reports on /healthz (see Config.StallTimeout).
 func (p *Processor) Health() error { return p.e.Health() }
 
+// Ready reports whether the replica is in a group session with its tasks
+// restored, processing.
+func (p *Processor) Ready() bool { return p.e.Ready() }
+
 // Stats returns a snapshot of the counters.
-func (p *Processor) Stats() Stats { return p.e.Stats() }
+func (p *Processor) Stats() Stats { return statsOf(p.e.Stats()) }
 
 // RejectedTopic is the topic rejected records go to: "<ApplicationID>-rejected".
 func (p *Processor) RejectedTopic() string { return p.e.RejectedTopic() }
-
-func (p *Processor) serveHTTP() (*http.Server, error) {
-	ln, err := net.Listen("tcp", p.cfg.HTTPAddr)
-	if err != nil {
-		return nil, fmt.Errorf("processor: http address %q: %w", p.cfg.HTTPAddr, err)
-	}
-	mux := http.NewServeMux()
-	g := p.cfg.Gatherer
-	if g == nil {
-		if r, ok := p.cfg.Registerer.(*prometheus.Registry); ok {
-			g = r
-		}
-	}
-	if g != nil {
-		mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	}
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := p.e.Health(); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !p.e.Ready() {
-			http.Error(w, "not in a group session", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	p.log.Named("http").Info("serving", "addr", ln.Addr().String(), "paths", strings.Join([]string{"/metrics", "/healthz", "/readyz"}, " "))
-	return srv, nil
-}

@@ -9,8 +9,8 @@ package processor_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -34,18 +34,15 @@ func TestHealthzFailsWhileStalled(t *testing.T) {
 	}
 	in, out := env.Name("in"), env.Name("out")
 	env.CreateTopic(in, 1)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
 	const stallTimeout = 2 * time.Second
+	reg := prometheus.NewRegistry()
 	p, err := processor.New(processor.Config{Brokers: env.Brokers, ApplicationID: env.Name("app"), InstanceID: "r1",
-		Registerer: prometheus.NewRegistry(), HTTPAddr: addr, StallTimeout: stallTimeout}, copyTopic(in, out))
+		Registerer: reg, StallTimeout: stallTimeout}, copyTopic(in, out))
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := httptest.NewServer(p.Handler(reg))
+	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
@@ -56,7 +53,7 @@ func TestHealthzFailsWhileStalled(t *testing.T) {
 		}
 	}()
 	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + addr + path)
+		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			return 0, err.Error()
 		}

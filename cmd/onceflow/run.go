@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,10 +77,16 @@ func runReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
 		SASLPassword:   f.SASLPassword,
 		Logger:         env.Logger,
 		Registerer:     reg,
-		HTTPAddr:       f.MetricsAddr,
 	}, t)
 	if err != nil {
 		return err
+	}
+	if f.MetricsAddr != "" {
+		stop, err := serve(env, f.MetricsAddr, p.Handler(reg))
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	env.Logger.Info("replica starting", "app", f.AppID, "instance", f.InstanceID, "guarantee", f.Guarantee)
 	err = p.Run(env.Ctx)
@@ -86,4 +94,16 @@ func runReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
 	fmt.Fprintf(env.Stderr, "onceflow: %s stopped: %d in, %d out, %d rejected, %d committed, %d aborted, %d producer recreations, %d restored\n",
 		f.InstanceID, s.RecordsIn, s.RecordsOut, s.Rejected, s.Committed, s.Aborted, s.ProducerRecreations, s.Restored)
 	return err
+}
+
+// serve serves h on addr until stop is called.
+func serve(env *Env, addr string, h http.Handler) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics address %q: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	env.Logger.Info("serving", "addr", ln.Addr().String(), "paths", "/metrics /healthz /readyz")
+	return func() { srv.Close() }, nil
 }

@@ -1,0 +1,103 @@
+package processor
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/onceflow/onceflow/internal/engine"
+	"github.com/onceflow/onceflow/internal/kafka"
+)
+
+// Errors Run returns, for callers to branch on with errors.Is. Each says
+// whether running again can succeed without a change (Retryable).
+var (
+	// ErrUnreachable: no broker answered. Retryable: run again when the
+	// cluster is back.
+	ErrUnreachable = errors.New("processor: brokers unreachable")
+	// ErrTopicMissing: an input topic does not exist. Not retryable until
+	// the topic is created.
+	ErrTopicMissing = errors.New("processor: input topic does not exist")
+	// ErrInstanceFenced: another live replica joined with the same
+	// instance id. Not retryable: give each replica its own InstanceID.
+	ErrInstanceFenced = errors.New("processor: another replica has the same instance id")
+	// ErrRepeatedFailure: the same input kept failing in a way no
+	// rejection could settle (the error names the record). Not retryable
+	// without a fix (the cluster, the topic configs, the topology).
+	ErrRepeatedFailure = errors.New("processor: the same input keeps failing")
+	// ErrOffsetOutOfRange: the committed offset of an internal topic is
+	// below its log start, so records the application wrote are gone. Not
+	// retryable: nothing is skipped silently; see the error for the fix.
+	ErrOffsetOutOfRange = errors.New("processor: committed offset of an internal topic is out of range")
+	// ErrStopTimeout: Run did not finish its shutdown within StopBound
+	// and returned; the clients close in the background. Retryable: the
+	// next run aborts whatever the replica left open.
+	ErrStopTimeout = errors.New("processor: stop did not finish within its bound")
+)
+
+// kinds maps the runtime's errors to the public ones.
+var kinds = []struct {
+	internal, public error
+	retryable        bool
+}{
+	{kafka.ErrUnreachable, ErrUnreachable, true},
+	{kafka.ErrTopicMissing, ErrTopicMissing, false},
+	{kafka.ErrFencedInstance, ErrInstanceFenced, false},
+	{engine.ErrRepeatedFailure, ErrRepeatedFailure, false},
+	{kafka.ErrInternalOffsetOutOfRange, ErrOffsetOutOfRange, false},
+	{engine.ErrStopTimeout, ErrStopTimeout, true},
+}
+
+// Retryable reports whether err, returned by Run, may not recur when Run is
+// called again without a change: the brokers were unreachable, or a stop
+// ran out of time.
+func Retryable(err error) bool {
+	for _, k := range kinds {
+		if errors.Is(err, k.public) {
+			return k.retryable
+		}
+	}
+	return false
+}
+
+// publicError gives an error of the runtime the processor's prefix on
+// every line and makes it match the public error of its kind.
+func publicError(err error) error {
+	if err == nil {
+		return nil
+	}
+	pe := &prefixed{prefix: "processor: ", err: err}
+	for _, k := range kinds {
+		if errors.Is(err, k.internal) {
+			pe.kind = k.public
+			break
+		}
+	}
+	return pe
+}
+
+// prefixed is an error whose every line starts with prefix.
+type prefixed struct {
+	prefix string
+	err    error
+	kind   error // the public error it matches, or nil
+}
+
+func (e *prefixed) Error() string { return prefixLines(e.prefix, e.err.Error()) }
+
+func (e *prefixed) Unwrap() []error {
+	if e.kind == nil {
+		return []error{e.err}
+	}
+	return []error{e.kind, e.err}
+}
+
+// prefixLines puts prefix before every line of msg that lacks it.
+func prefixLines(prefix, msg string) string {
+	lines := strings.Split(msg, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, prefix) {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
