@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/onceflow/onceflow/internal/compile"
 	"regexp"
 	"time"
 
@@ -195,7 +196,7 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 		errs = append(errs, errors.New("processor: topology is nil"))
 	} else {
 		var err error
-		if g, err = t.Compile(); err != nil {
+		if g, err = compile.Graph(t); err != nil {
 			errs = append(errs, fmt.Errorf("processor: %w", err))
 		}
 	}

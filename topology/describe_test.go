@@ -2,6 +2,7 @@ package topology_test
 
 import (
 	"fmt"
+	"github.com/onceflow/onceflow/internal/compile"
 	"testing"
 
 	"github.com/onceflow/onceflow/serde"
@@ -104,7 +105,7 @@ func TestCompileSubTopologies(t *testing.T) {
 		topology.To(doubled, "orders-doubled", serde.String(), serde.Int64())
 		topology.To(b, "orders-doubled", serde.String(), serde.Int64())
 	})
-	g, err := tp.Compile()
+	g, err := compile.Graph(tp)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/onceflow/onceflow/internal/compile"
 	"math"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ var ts0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 // the record through the graph.
 func push(t *testing.T, tp *topology.Topology, in graph.Input, key, value []byte) ([]emitted, error) {
 	t.Helper()
-	g, err := tp.Compile()
+	g, err := compile.Graph(tp)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -228,7 +229,7 @@ func TestSourceDecodeErrors(t *testing.T) {
 		in := topology.Source(tp, "in", serde.Int64(), serde.JSON[map[string]int]())
 		topology.To(in, "out", serde.Int64(), serde.JSON[map[string]int]())
 	})
-	g, err := tp.Compile()
+	g, err := compile.Graph(tp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +331,7 @@ func TestRunErrors(t *testing.T) {
 // An Emit failure comes back from Run; it is the runtime's, not a node's.
 func TestRunEmitError(t *testing.T) {
 	tp := build(t, "emit", copyTopology)
-	g, err := tp.Compile()
+	g, err := compile.Graph(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

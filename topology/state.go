@@ -177,7 +177,7 @@ type EventID struct {
 // EventIDHeader takes the event id from a header of the consumed record.
 func EventIDHeader(name string) EventID {
 	return EventID{describe: "header " + strconv.Quote(name), extract: func(in *graph.Input, _, _ any) ([]byte, bool) {
-		v, ok := Headers(in.Headers).Get(name)
+		v, ok := headersOf(in.Headers).Get(name)
 		return v, ok && len(v) > 0
 	}}
 }

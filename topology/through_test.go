@@ -1,6 +1,7 @@
 package topology_test
 
 import (
+	"github.com/onceflow/onceflow/internal/compile"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func TestThroughValidates(t *testing.T) {
 	if err := tp.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	g, err := tp.Compile()
+	g, err := compile.Graph(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

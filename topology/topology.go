@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/serde"
 )
@@ -88,7 +89,10 @@ type KeyValue[K, V any] struct {
 }
 
 // Header is one record header.
-type Header = graph.Header
+type Header struct {
+	Key   string
+	Value []byte
+}
 
 // Headers are a record's headers, in order.
 type Headers []Header
@@ -125,7 +129,7 @@ type Context[K, V any] struct {
 
 // Forward sends r downstream. It may be called any number of times.
 func (c Context[K, V]) Forward(r Record[K, V]) error {
-	return c.c.Forward(graph.Record{Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp})
+	return c.c.Forward(graph.Record{Key: r.Key, Value: r.Value, Headers: r.Headers.graph(), Timestamp: r.Timestamp})
 }
 
 // Input returns the coordinates of the consumed record being processed.
@@ -135,7 +139,7 @@ func (c Context[K, V]) Input() InputRecord {
 }
 
 // InputHeaders returns the headers of the consumed record being processed.
-func (c Context[K, V]) InputHeaders() Headers { return c.c.Input().Headers }
+func (c Context[K, V]) InputHeaders() Headers { return headersOf(c.c.Input().Headers) }
 
 // ProcessFunc handles one record and forwards any number of results. An
 // error rejects the input record (reason processing-error): none of its
@@ -149,7 +153,7 @@ func as[T any](v any) T {
 }
 
 func typed[K, V any](r graph.Record) Record[K, V] {
-	return Record[K, V]{Key: as[K](r.Key), Value: as[V](r.Value), Headers: r.Headers, Timestamp: r.Timestamp}
+	return Record[K, V]{Key: as[K](r.Key), Value: as[V](r.Value), Headers: headersOf(r.Headers), Timestamp: r.Timestamp}
 }
 
 // Source reads topic, decoding keys with kc and values with vc. A null key
@@ -467,9 +471,19 @@ func (t *Topology) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Compile validates the topology and returns its executable form. It is
-// for the runtime; users call Validate or Describe.
-func (t *Topology) Compile() (*graph.Graph, error) {
+func init() {
+	compile.Register(func(t any) (*graph.Graph, error) {
+		tp, ok := t.(*Topology)
+		if !ok || tp == nil {
+			return nil, errors.New("topology: nil topology")
+		}
+		return tp.compile()
+	})
+}
+
+// compile validates the topology and returns its executable form, for the
+// runtime (through internal/compile); users call Validate or Describe.
+func (t *Topology) compile() (*graph.Graph, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

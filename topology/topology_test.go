@@ -1,6 +1,7 @@
 package topology_test
 
 import (
+	"github.com/onceflow/onceflow/internal/compile"
 	"strings"
 	"testing"
 	"time"
@@ -296,7 +297,7 @@ func TestValidate(t *testing.T) {
 				}
 			}
 			// Compile reports the same problems and returns no graph.
-			g, cerr := tp.Compile()
+			g, cerr := compile.Graph(tp)
 			if (cerr == nil) != (err == nil) {
 				t.Fatalf("Compile error %v, Validate error %v", cerr, err)
 			}
@@ -327,7 +328,7 @@ func TestNilTopology(t *testing.T) {
 	if err := tp.Validate(); err == nil || err.Error() != "topology: nil topology" {
 		t.Fatalf("Validate() on nil = %v, want \"topology: nil topology\"", err)
 	}
-	if _, err := tp.Compile(); err == nil {
+	if _, err := compile.Graph(tp); err == nil {
 		t.Fatal("Compile() on nil: want an error")
 	}
 	if got, want := tp.Describe(), "topology <nil>\n  problems:\n    - topology: nil topology\n"; got != want {

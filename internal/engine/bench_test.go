@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	compiler "github.com/onceflow/onceflow/internal/compile"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ func BenchmarkOrders(b *testing.B) {
 			cfg.StateDir = b.TempDir()
 			cfg.CommitInterval = 100 * time.Millisecond
 			cfg.CommitRecords = 10000
-			g, err := orders.Topology(in, out).Compile()
+			g, err := compiler.Graph(orders.Topology(in, out))
 			if err != nil {
 				b.Fatal(err)
 			}

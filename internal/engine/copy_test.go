@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	compiler "github.com/onceflow/onceflow/internal/compile"
 	"slices"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 func compile(t *testing.T, tp *topology.Topology) *graph.Graph {
 	t.Helper()
-	g, err := tp.Compile()
+	g, err := compiler.Graph(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

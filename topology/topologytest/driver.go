@@ -24,6 +24,7 @@ package topologytest
 import (
 	"errors"
 	"fmt"
+	"github.com/onceflow/onceflow/internal/compile"
 	"slices"
 	"strconv"
 	"time"
@@ -115,7 +116,7 @@ type Rejection struct {
 // New validates the topology and prepares a driver for it, with empty
 // state. Close it when done.
 func New(tp *topology.Topology, cfg Config) (*Driver, error) {
-	g, err := tp.Compile()
+	g, err := compile.Graph(tp)
 	if err != nil {
 		return nil, err
 	}
@@ -299,5 +300,5 @@ func (d *Driver) Rollback(m graph.Mark) {
 
 func (d *Driver) rejection(reason, node string, cause error) Rejection {
 	return Rejection{Reason: reason, Node: node, Error: cause.Error(), Source: d.source,
-		Key: d.inKey, Value: d.input.Value, Headers: d.input.Headers}
+		Key: d.inKey, Value: d.input.Value, Headers: fromGraph(d.input.Headers)}
 }

@@ -66,7 +66,7 @@ func (in *InputTopic[K, V]) PipeRaw(key, value []byte, headers topology.Headers,
 	if ts.IsZero() {
 		ts = in.d.now
 	}
-	return in.d.pipe(raw{topic: in.name, partition: partition, key: key, value: value, headers: headers, timestamp: ts})
+	return in.d.pipe(raw{topic: in.name, partition: partition, key: key, value: value, headers: toGraph(headers), timestamp: ts})
 }
 
 // OutputTopic reads typed records from one output topic.
@@ -83,7 +83,7 @@ func Output[K, V any](d *Driver, name string, kc serde.Codec[K], vc serde.Codec[
 func (out *OutputTopic[K, V]) ReadAll() ([]Record[K, V], error) {
 	var rs []Record[K, V]
 	for _, o := range out.d.outputs[out.name] {
-		r := Record[K, V]{Headers: o.headers, Timestamp: o.timestamp, Partition: o.partition, Source: o.source}
+		r := Record[K, V]{Headers: fromGraph(o.headers), Timestamp: o.timestamp, Partition: o.partition, Source: o.source}
 		var err error
 		if o.key != nil {
 			if r.Key, err = out.kc.Decode(o.key); err != nil {
@@ -194,4 +194,20 @@ func (d *Driver) task(store string, p int32) (statestore.Task, error) {
 		return statestore.Task{}, fmt.Errorf("topologytest: partition %d: the driver has %d", p, d.parts)
 	}
 	return statestore.Task{SubTopology: st.Sub, Partition: p}, nil
+}
+
+func toGraph(hs topology.Headers) []graph.Header {
+	out := make([]graph.Header, len(hs))
+	for i, h := range hs {
+		out[i] = graph.Header(h)
+	}
+	return out
+}
+
+func fromGraph(hs []graph.Header) topology.Headers {
+	out := make(topology.Headers, len(hs))
+	for i, h := range hs {
+		out[i] = topology.Header(h)
+	}
+	return out
 }
