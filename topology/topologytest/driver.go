@@ -242,9 +242,9 @@ func (d *Driver) process(r raw) error {
 		if len(d.stores) > 0 {
 			st = d.state
 		}
-		err = d.gctx.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.headers, Timestamp: r.timestamp}, d, st)
+		err = d.gctx.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.headers, Timestamp: r.timestamp}, emitter{d}, st)
 		if err != nil {
-			d.Rollback(graph.Mark{})
+			emitter{d}.Rollback(graph.Mark{})
 			reason := ReasonProcessingError
 			if rej, ok := errors.AsType[*graph.Rejection](err); ok {
 				reason = rej.Reason
@@ -273,26 +273,33 @@ func (d *Driver) process(r raw) error {
 	return nil
 }
 
+// emitter is the driver's side of a record's processing (graph.Emitter).
+type emitter struct{ d *Driver }
+
 // Emit implements graph.Emitter.
-func (d *Driver) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
+func (em emitter) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
+	d := em.d
 	d.pending = append(d.pending, output{topic: topic, partition: partition.For(key, d.input.Partition, d.parts),
 		key: key, value: value, headers: headers, timestamp: ts, source: d.source})
 	return nil
 }
 
 // Reject implements graph.Emitter.
-func (d *Driver) Reject(rej *graph.Rejection) error {
+func (em emitter) Reject(rej *graph.Rejection) error {
+	d := em.d
 	d.rejects = append(d.rejects, d.rejection(rej.Reason, rej.Node, rej))
 	return nil
 }
 
 // Mark implements graph.Emitter.
-func (d *Driver) Mark() graph.Mark {
+func (em emitter) Mark() graph.Mark {
+	d := em.d
 	return graph.Mark{Outputs: len(d.pending), Rejections: len(d.rejects), State: d.state.Mark()}
 }
 
 // Rollback implements graph.Emitter.
-func (d *Driver) Rollback(m graph.Mark) {
+func (em emitter) Rollback(m graph.Mark) {
+	d := em.d
 	d.pending = d.pending[:m.Outputs]
 	d.rejects = d.rejects[:m.Rejections]
 	d.state.Rollback(m.State)
