@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/record"
 )
 
 // Kind says what a node does.
@@ -32,11 +34,9 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", int(k))
 }
 
-// Header is one record header.
-type Header struct {
-	Key   string
-	Value []byte
-}
+// Header is one record header. It is defined in the leaf package record,
+// which the Kafka seam uses without importing the graph.
+type Header = record.Header
 
 // Record is a record in flight between nodes.
 type Record struct {
@@ -143,8 +143,7 @@ func New(name string, nodes []*Node) *Graph {
 	for i := range parent {
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]

@@ -9,7 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/record"
 )
 
 // ErrFencedInstance means another live replica uses the same instance id.
@@ -23,7 +23,7 @@ type Record struct {
 	Offset    int64
 	Key       []byte
 	Value     []byte
-	Headers   []graph.Header
+	Headers   []record.Header
 	Timestamp time.Time
 }
 
@@ -212,9 +212,9 @@ func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 func convert(m *sarama.ConsumerMessage) Record {
 	r := Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp}
 	if len(m.Headers) > 0 {
-		r.Headers = make([]graph.Header, len(m.Headers))
+		r.Headers = make([]record.Header, len(m.Headers))
 		for i, h := range m.Headers {
-			r.Headers[i] = graph.Header{Key: string(h.Key), Value: h.Value}
+			r.Headers[i] = record.Header{Key: string(h.Key), Value: h.Value}
 		}
 	}
 	return r

@@ -10,7 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/record"
 )
 
 // Message is one record to produce. Partition is chosen by the caller.
@@ -19,7 +19,7 @@ type Message struct {
 	Partition int32
 	Key       []byte
 	Value     []byte
-	Headers   []graph.Header
+	Headers   []record.Header
 	// Source, when set, is written as the header SourceHeader after
 	// Headers, replacing any SourceHeader among them (the lineage).
 	Source    []byte
