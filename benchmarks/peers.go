@@ -135,7 +135,7 @@ func (v kstreamsVariant) guarantee() string {
 
 func (kstreamsVariant) Available(env *Env) error {
 	if env.Embedded {
-		return errors.New("Kafka Streams runs only against real Kafka: give --brokers")
+		return errors.New("the Kafka Streams peer runs only against real Kafka: give --brokers")
 	}
 	return env.kstreams()
 }
@@ -145,7 +145,7 @@ func (env *Env) kstreams() error {
 	env.kstreamsOnce.Do(func() {
 		if env.kstreamsJar != "" {
 			if _, err := os.Stat(env.kstreamsJar); err != nil {
-				env.kstreamsErr = fmt.Errorf("Kafka Streams jar: %w", err)
+				env.kstreamsErr = fmt.Errorf("the Kafka Streams jar: %w", err)
 			}
 			return
 		}
@@ -154,7 +154,7 @@ func (env *Env) kstreams() error {
 			return
 		}
 		if _, err := exec.LookPath("mvn"); err != nil {
-			env.kstreamsErr = errors.New("Maven (mvn) not found: install Debian's maven package")
+			env.kstreamsErr = errors.New("mvn (Maven) not found: install Debian's maven package")
 			return
 		}
 		script := filepath.Join(env.Root, KStreamsDir, "build.sh")
@@ -197,7 +197,7 @@ func checkJava17() error {
 		return fmt.Errorf("cannot read the Java version from %q", lastLines(string(out), 1))
 	}
 	if v, _ := strconv.Atoi(string(m[1])); v < 17 {
-		return fmt.Errorf("Java %d found; the Kafka Streams peer needs Java 17", v)
+		return fmt.Errorf("found Java %d; the Kafka Streams peer needs Java 17", v)
 	}
 	return nil
 }

@@ -161,7 +161,6 @@ func (c *copier) session() *kgo.GroupTransactSession {
 			kgo.ConsumeTopics(crashIn),
 			kgo.SessionTimeout(3*time.Second),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-			kgo.RequireStableFetchOffsets(),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.RetryTimeout(5*time.Second),
 		)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/statestore"
 )
 
 // ReasonTooLarge rejects an input record one of whose outputs or state
@@ -106,11 +105,6 @@ func (d *driver) checkSize(topic string, key, value []byte, headers []graph.Head
 // the limit.
 func (d *driver) checkChange(store string, key, value []byte) error {
 	return d.checkSize(d.e.stores[store].topic, key, value, nil, nil)
-}
-
-// checkDedupChange is checkChange for a dedup entry.
-func (d *driver) checkDedupChange(store string, eventID []byte, entry statestore.DedupEntry) error {
-	return d.checkChange(store, eventID, statestore.EncodeDedup(entry))
 }
 
 // takeTooLarge returns, and forgets, the size refusal met while the input

@@ -137,7 +137,7 @@ func (a *Admin) waitPartitions(want map[string]int32) (map[string]int32, error) 
 // the topic or the broker's default). ok is false when the broker does not
 // report it.
 func (a *Admin) TopicConfig(topic, name string) (value string, ok bool, err error) {
-	entries, err := a.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{name}})
+	entries, err := a.describe(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{name}})
 	if err != nil {
 		return "", false, fmt.Errorf("kafka: describe config %s of %q: %w", name, topic, err)
 	}
@@ -147,6 +147,27 @@ func (a *Admin) TopicConfig(topic, name string) (value string, ok bool, err erro
 		}
 	}
 	return "", false, nil
+}
+
+// describe returns the config entries of one resource, or its error. It
+// does what sarama's deprecated ClusterAdmin.DescribeConfig does, through
+// DescribeConfigs.
+func (a *Admin) describe(r sarama.ConfigResource) ([]sarama.ConfigEntry, error) {
+	results, err := a.admin.DescribeConfigs([]*sarama.ConfigResource{&r}, sarama.DescribeConfigsOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var entries []sarama.ConfigEntry
+	for _, res := range results {
+		if res.Name != r.Name {
+			continue
+		}
+		if res.ErrorCode != sarama.ErrNoError {
+			return nil, &sarama.DescribeConfigError{Err: res.ErrorCode, ErrMsg: res.ErrorMsg}
+		}
+		entries = append(entries, res.Configs...)
+	}
+	return entries, nil
 }
 
 // SetTopicConfig sets one config of topic, leaving its others as they are.

@@ -66,7 +66,7 @@ func (a *Admin) brokerMaxMessageBytes() int {
 
 // describeInt reads one integer configuration entry.
 func (a *Admin) describeInt(r sarama.ConfigResource, name string) (int, error) {
-	entries, err := a.admin.DescribeConfig(r)
+	entries, err := a.describe(r)
 	if err != nil {
 		return 0, fmt.Errorf("kafka: describe %s of %q: %w", name, r.Name, err)
 	}

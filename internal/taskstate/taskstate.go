@@ -80,12 +80,19 @@ func (s *State) SetTask(task statestore.Task) {
 	s.scope.Reset(s.txn, task)
 }
 
-// Mark, Rollback, Commit and Drop act on the record scope (see
-// statestore.Scope).
-func (s *State) Mark() int             { return s.scope.Mark() }
-func (s *State) Rollback(mark int)     { s.scope.Rollback(mark) }
-func (s *State) Drop()                 { s.scope.Drop() }
-func (s *State) Commit() error         { return s.scope.Commit() }
+// Mark marks the record scope's writes so far (see statestore.Scope.Mark).
+func (s *State) Mark() int { return s.scope.Mark() }
+
+// Rollback undoes the record scope's writes since mark.
+func (s *State) Rollback(mark int) { s.scope.Rollback(mark) }
+
+// Drop discards the record scope's writes.
+func (s *State) Drop() { s.scope.Drop() }
+
+// Commit moves the record scope's writes into the transaction.
+func (s *State) Commit() error { return s.scope.Commit() }
+
+// Task is the task the record scope belongs to.
 func (s *State) Task() statestore.Task { return s.task }
 
 // StreamTime returns a task's stream time as known so far (zero when the

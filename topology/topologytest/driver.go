@@ -194,8 +194,8 @@ func (d *Driver) pipe(r raw) error {
 		for _, o := range d.pending {
 			if d.g.Source(o.topic) != nil {
 				// A repartition topic: the sub-topology reading it gets it next.
-				queue = append(queue, raw{topic: o.topic, partition: o.partition, key: o.key, value: o.value,
-					headers: o.headers, timestamp: o.timestamp, source: o.source})
+				// An output has a consumed record's fields, lineage included.
+				queue = append(queue, raw(o))
 				continue
 			}
 			d.outputs[o.topic] = append(d.outputs[o.topic], o)

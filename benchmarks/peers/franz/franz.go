@@ -77,7 +77,6 @@ func (c *Copier) Run(ctx context.Context) error {
 		kgo.ConsumeTopics(c.cfg.Input),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
 		kgo.SessionTimeout(10*time.Second),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
