@@ -175,7 +175,6 @@ func (c Config) timeouts() kafka.Timeouts {
 	return kafka.Timeouts{Session: c.SessionTimeout, Rebalance: c.RebalanceTimeout, Transaction: c.TransactionTimeout, Commit: c.CommitTimeout}.WithDefaults()
 }
 
-// Stats is a snapshot of a replica's counters.
 // Processor is one replica of an application.
 type Processor struct {
 	log hclog.Logger
