@@ -11,7 +11,7 @@ import (
 
 // LagCmd is `onceflow lag`.
 type LagCmd struct {
-	ClientFlags `embed:""`
+	ToolFlags `embed:""`
 
 	Group string        `name:"group" short:"g" required:"" help:"Consumer group (a topology's --app-id)."`
 	Topic string        `name:"topic" short:"t" required:"" help:"Input topic."`
@@ -21,18 +21,21 @@ type LagCmd struct {
 
 // Run prints the group's committed progress through the topic.
 func (c *LagCmd) Run(env *Env) error {
+	opts, err := c.clientOptions()
+	if err != nil {
+		return err
+	}
 	var p verify.Progress
-	var err error
 	start := time.Now()
 	if c.Wait > 0 {
 		ctx, cancel := context.WithTimeout(env.Ctx, c.Wait)
 		defer cancel()
-		p, err = verify.WaitCaughtUp(ctx, c.BrokerList(), c.Group, c.Topic, 50*time.Millisecond, nil)
+		p, err = verify.WaitCaughtUp(ctx, c.BrokerList(), c.Group, c.Topic, 50*time.Millisecond, nil, opts...)
 		if err == context.DeadlineExceeded {
 			err = nil
 		}
 	} else {
-		p, err = verify.GroupProgress(env.Ctx, c.BrokerList(), c.Group, c.Topic)
+		p, err = verify.GroupProgress(env.Ctx, c.BrokerList(), c.Group, c.Topic, opts...)
 	}
 	if err != nil {
 		return err

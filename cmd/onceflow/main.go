@@ -1,5 +1,8 @@
-// Command onceflow runs the embedded broker, generates input records and
-// verifies a topology's output. Each command lives in its own file and only
+// Command onceflow runs the embedded broker, creates topics and writes
+// records to them (your own or generated ones), runs a replica of a
+// built-in topology, verifies its output, shows a group's lag, benchmarks
+// and demonstrates exactly-once: the commands broker, topics, produce, run,
+// verify, lag, bench and demo. Each command lives in its own file and only
 // turns flags into a library configuration; the work is in the libraries.
 package main
 
@@ -21,7 +24,8 @@ type CLI struct {
 	Globals
 
 	Broker  BrokerCmd  `cmd:"" help:"Run the embedded Kafka-compatible broker until interrupted."`
-	Produce ProduceCmd `cmd:"" help:"Write generated records to a topic."`
+	Produce ProduceCmd `cmd:"" help:"Write records to a topic: your own (--from, JSON lines) or generated ones (--records)."`
+	Topics  TopicsCmd  `cmd:"" help:"Create, list and describe topics."`
 	Verify  VerifyCmd  `cmd:"" help:"Check that every input record has exactly one output record, by lineage."`
 	Lag     LagCmd     `cmd:"" help:"Show (or wait for) a group's committed progress through a topic."`
 	Bench   BenchCmd   `cmd:"" help:"Measure a workload in exactly-once and at-least-once mode (and the peers) on one broker."`
@@ -40,6 +44,11 @@ func main() {
 // run parses args, runs the chosen command and returns the exit code:
 // 0 success, 1 a check that failed (verify), 2 an error.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runIO(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runIO is run with the standard input given.
+func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var cli CLI
 	parser, err := kong.New(&cli,
 		kong.Name("onceflow"),
@@ -50,6 +59,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return report(stderr, err)
 	}
 	kctx, err := parser.Parse(args)
+	if errors.Is(err, errVersionShown) {
+		return exitOK
+	}
 	if err != nil {
 		var perr *kong.ParseError
 		if errors.As(err, &perr) && perr.Context != nil {
@@ -59,6 +71,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		parser.Errorf("%s", err)
 		return exitError
 	}
-	env := &Env{Ctx: ctx, Stdout: stdout, Stderr: stderr, Logger: cli.Globals.logger(stderr)}
+	env := &Env{Ctx: ctx, Stdin: stdin, Stdout: stdout, Stderr: stderr, Logger: cli.Globals.logger(stderr)}
 	return report(stderr, kctx.Run(env))
 }

@@ -4,21 +4,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/gen"
 )
 
 // ProduceCmd is `onceflow produce`.
 type ProduceCmd struct {
-	ClientFlags `embed:""`
+	ToolFlags `embed:""`
 
-	Topic      string `name:"topic" short:"t" required:"" help:"Topic to write (created when missing)."`
-	Records    int    `name:"records" short:"n" required:"" help:"How many records to write (with --example, injected ones included)."`
-	Partitions int    `name:"partitions" default:"6" help:"Partitions of the topic when it is created."`
-	Keys       int    `name:"keys" default:"1000" help:"Distinct keys (not with --example)."`
-	ValueSize  int    `name:"value-size" default:"0" help:"Pad values to this many bytes (0: short values; not with --example). Above about 1 MiB the topic needs a raised max.message.bytes (--topic-config)."`
-	NoProgress bool   `name:"no-progress" help:"Do not show a progress bar on stderr."`
+	Topic         string `name:"topic" short:"t" required:"" help:"Topic to write (created when missing)."`
+	From          string `name:"from" placeholder:"FILE|-" help:"Write your own records from FILE (- for standard input), one JSON object a line: {\"key\": \"k\", \"value\": \"text\", \"headers\": {\"h\": \"v\"}, \"partition\": 0, \"timestamp\": \"2024-05-01T12:00:00Z\"}; value_b64 or value_json instead of value, key_b64 instead of key (see the README)."`
+	Transactional bool   `name:"transactional" help:"With --from: write every record in one transaction (a read_committed reader sees all or none). Default: the idempotent producer."`
+	Records       int    `name:"records" short:"n" help:"How many generated records to write (with --example, injected ones included). Required without --from."`
+	Partitions    int    `name:"partitions" default:"6" help:"Partitions of the topic when it is created."`
+	Keys          int    `name:"keys" default:"1000" help:"Distinct keys (not with --example)."`
+	ValueSize     int    `name:"value-size" default:"0" help:"Pad values to this many bytes (0: short values; not with --example). Above about 1 MiB the topic needs a raised max.message.bytes (--topic-config)."`
+	NoProgress    bool   `name:"no-progress" help:"Do not show a progress bar on stderr."`
 
 	TopicConfig map[string]string `name:"topic-config" placeholder:"KEY=VALUE" help:"Config of the topic when it is created, e.g. max.message.bytes=4194304 (repeatable; not with --example)."`
 
@@ -34,6 +39,14 @@ type ProduceCmd struct {
 // Validate rejects flags that do not apply to the chosen mode.
 func (c *ProduceCmd) Validate() error {
 	var errs []error
+	switch {
+	case c.From != "" && (c.Records != 0 || c.Example != "" || c.Keys != 1000 || c.ValueSize != 0):
+		errs = append(errs, errors.New("--from writes the records it reads: --records, --example, --keys and --value-size do not apply"))
+	case c.From == "" && c.Records <= 0:
+		errs = append(errs, errors.New("--records (above 0) or --from is required"))
+	case c.From == "" && c.Transactional:
+		errs = append(errs, errors.New("--transactional needs --from"))
+	}
 	if c.Example == "" {
 		for _, f := range []struct {
 			set  bool
@@ -55,23 +68,31 @@ func (c *ProduceCmd) Validate() error {
 
 // Run writes the records and prints a summary.
 func (c *ProduceCmd) Run(env *Env) error {
+	opts, err := c.clientOptions()
+	if err != nil {
+		return err
+	}
+	if c.From != "" {
+		return c.runFrom(env, opts)
+	}
 	var progress io.Writer = env.Stderr
 	if c.NoProgress {
 		progress = nil
 	}
 	if c.Example == "orders" {
-		return c.runOrders(env, progress)
+		return c.runOrders(env, progress, opts)
 	}
 	res, err := gen.Produce(env.Ctx, gen.Config{
-		Brokers:      c.BrokerList(),
-		Topic:        c.Topic,
-		Records:      c.Records,
-		Partitions:   c.Partitions,
-		Keys:         c.Keys,
-		ValueSize:    c.ValueSize,
-		TopicConfigs: c.TopicConfig,
-		Progress:     progress,
-		Logger:       env.Logger,
+		Brokers:       c.BrokerList(),
+		ClientOptions: opts,
+		Topic:         c.Topic,
+		Records:       c.Records,
+		Partitions:    c.Partitions,
+		Keys:          c.Keys,
+		ValueSize:     c.ValueSize,
+		TopicConfigs:  c.TopicConfig,
+		Progress:      progress,
+		Logger:        env.Logger,
 	})
 	if err != nil {
 		return err
@@ -81,10 +102,47 @@ func (c *ProduceCmd) Run(env *Env) error {
 	return nil
 }
 
-func (c *ProduceCmd) runOrders(env *Env, progress io.Writer) error {
+// runFrom writes the records of the --from file.
+func (c *ProduceCmd) runFrom(env *Env, opts []kgo.Opt) error {
+	in := env.Stdin
+	if c.From != "-" {
+		f, err := os.Open(c.From)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	recs, err := gen.ParseLines(in)
+	if err != nil {
+		return fmt.Errorf("--from %s: %w", c.From, err)
+	}
+	res, err := gen.ProduceLines(env.Ctx, gen.LinesConfig{
+		Brokers:       c.BrokerList(),
+		ClientOptions: opts,
+		Topic:         c.Topic,
+		Records:       recs,
+		Partitions:    c.Partitions,
+		TopicConfigs:  c.TopicConfig,
+		Transactional: c.Transactional,
+		Logger:        env.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	mode := "idempotent"
+	if c.Transactional {
+		mode = "in one transaction"
+	}
+	fmt.Fprintf(env.Stdout, "produced %d records to %s (%d partitions), %s\n", res.Records, c.Topic, res.Partitions, mode)
+	return nil
+}
+
+func (c *ProduceCmd) runOrders(env *Env, progress io.Writer, opts []kgo.Opt) error {
 	began := time.Now()
 	truth, err := gen.ProduceOrders(env.Ctx, gen.OrdersConfig{
 		Brokers:        c.BrokerList(),
+		ClientOptions:  opts,
 		Topic:          c.Topic,
 		Events:         c.Records,
 		Partitions:     c.Partitions,

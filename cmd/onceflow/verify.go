@@ -13,7 +13,7 @@ import (
 
 // VerifyCmd is `onceflow verify`.
 type VerifyCmd struct {
-	ClientFlags `embed:""`
+	ToolFlags `embed:""`
 
 	Input    string        `name:"input" short:"i" required:"" help:"Input topic."`
 	Output   string        `name:"output" short:"o" required:"" help:"Output topic (records carry the onceflow-source header)."`
@@ -51,6 +51,10 @@ func (c *VerifyCmd) Run(env *Env) error {
 }
 
 func (c *VerifyCmd) check(ctx context.Context, env *Env) error {
+	opts, err := c.clientOptions()
+	if err != nil {
+		return err
+	}
 	var (
 		rep  any
 		ok   bool
@@ -61,14 +65,14 @@ func (c *VerifyCmd) check(ctx context.Context, env *Env) error {
 		if err != nil {
 			return err
 		}
-		r, err := verify.CheckTruth(ctx, c.BrokerList(), truth, c.Input, c.Output, c.Rejected)
+		r, err := verify.CheckTruth(ctx, c.BrokerList(), truth, c.Input, c.Output, c.Rejected, opts...)
 		if err != nil {
 			return err
 		}
 		rep, ok = r, r.OK
 		text = fmt.Sprintf("%s -> %s, rejected %s:\n%s", c.Input, c.Output, c.Rejected, r)
 	} else {
-		r, err := verify.Lineage(ctx, c.BrokerList(), c.Input, c.Output)
+		r, err := verify.Lineage(ctx, c.BrokerList(), c.Input, c.Output, opts...)
 		if err != nil {
 			return err
 		}

@@ -43,6 +43,9 @@ const MaxValueSize = 64 << 20
 type Config struct {
 	// Brokers are the seed brokers (host:port). Required.
 	Brokers []string
+	// ClientOptions are appended to the client's options (TLS, SASL:
+	// clientcfg.Security.Options). Default nil.
+	ClientOptions []kgo.Opt
 	// Topic is the topic to write; created when missing. Required.
 	Topic string
 	// Records is how many records to write. Required, above zero.
@@ -172,7 +175,7 @@ func Produce(ctx context.Context, cfg Config) (Result, error) {
 		// A batch holds at least one record whatever its size.
 		kgo.ProducerBatchMaxBytes(int32(max(1_000_012, cfg.ValueSize+64<<10))),
 	)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, cfg.ClientOptions...)...)
 	if err != nil {
 		return res, fmt.Errorf("gen: client: %w", err)
 	}

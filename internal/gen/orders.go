@@ -48,6 +48,9 @@ var ErrTopicNotEmpty = errors.New("gen: topic is not empty")
 type OrdersConfig struct {
 	// Brokers are the seed brokers (host:port). Required.
 	Brokers []string
+	// ClientOptions are appended to the client's options (TLS, SASL:
+	// clientcfg.Security.Options). Default nil.
+	ClientOptions []kgo.Opt
 	// Topic is the input topic; created when missing, and it must hold no
 	// records. Required.
 	Topic string
@@ -168,7 +171,7 @@ func ProduceOrders(ctx context.Context, cfg OrdersConfig) (Truth, error) {
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.RecordDeliveryTimeout(2*time.Minute),
 	)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, cfg.ClientOptions...)...)
 	if err != nil {
 		return Truth{}, fmt.Errorf("gen: client: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Progress is how far a consumer group has committed through a topic.
@@ -23,8 +24,11 @@ type Progress struct {
 // offsets (offsets count records from 0 on each partition; control records
 // of transactions written to the topic count too, so this is exact for
 // topics written without transactions, such as generated input).
-func GroupProgress(ctx context.Context, brokers []string, group, topic string) (Progress, error) {
-	cl, err := newClient(ctx, brokers)
+//
+// extra are client options appended to the defaults (TLS, SASL:
+// clientcfg.Security.Options).
+func GroupProgress(ctx context.Context, brokers []string, group, topic string, extra ...kgo.Opt) (Progress, error) {
+	cl, err := newClient(ctx, brokers, extra)
 	if err != nil {
 		return Progress{}, err
 	}
@@ -56,9 +60,10 @@ func groupProgress(ctx context.Context, adm *kadm.Client, group, topic string) (
 }
 
 // WaitCaughtUp polls until the group has committed through the topic's
-// current end, calling report on every poll.
-func WaitCaughtUp(ctx context.Context, brokers []string, group, topic string, every time.Duration, report func(Progress)) (Progress, error) {
-	cl, err := newClient(ctx, brokers)
+// current end, calling report on every poll. extra are client options, as
+// for GroupProgress.
+func WaitCaughtUp(ctx context.Context, brokers []string, group, topic string, every time.Duration, report func(Progress), extra ...kgo.Opt) (Progress, error) {
+	cl, err := newClient(ctx, brokers, extra)
 	if err != nil {
 		return Progress{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -42,16 +43,16 @@ func (r Report) String() string {
 }
 
 // Lineage reads the input and output topics read_committed to their ends
-// and matches them with Match.
-func Lineage(ctx context.Context, brokers []string, input, output string) (Report, error) {
+// and matches them with Match. extra are client options, as for ReadAll.
+func Lineage(ctx context.Context, brokers []string, input, output string, extra ...kgo.Opt) (Report, error) {
 	var in, out []Record
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
-		in, err = ReadAll(gctx, brokers, input)
+		in, err = ReadAll(gctx, brokers, input, extra...)
 		return err
 	})
 	g.Go(func() (err error) {
-		out, err = ReadAll(gctx, brokers, output)
+		out, err = ReadAll(gctx, brokers, output, extra...)
 		return err
 	})
 	if err := g.Wait(); err != nil {

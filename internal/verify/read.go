@@ -42,11 +42,13 @@ func (e topicNotFoundError) Is(t error) bool { return t == ErrTopicNotFound }
 // ReadAll reads every committed data record of topic, from each partition's
 // log start to its last stable offset as of the call, sorted by partition
 // and offset. Unreachable brokers are reported within
-// clientcfg.ProbeTimeout; the whole read is bounded by ctx.
-func ReadAll(ctx context.Context, brokers []string, topic string) ([]Record, error) {
+// clientcfg.ProbeTimeout; the whole read is bounded by ctx. extra are
+// client options appended to the defaults (TLS, SASL:
+// clientcfg.Security.Options).
+func ReadAll(ctx context.Context, brokers []string, topic string, extra ...kgo.Opt) ([]Record, error) {
 	// One client per read: the read pauses partitions it has finished,
 	// which must not leak into another read of the same topic.
-	cl, err := newClient(ctx, brokers)
+	cl, err := newClient(ctx, brokers, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +58,7 @@ func ReadAll(ctx context.Context, brokers []string, topic string) ([]Record, err
 
 // newClient builds a read_committed client that keeps control records and
 // checks that the brokers answer.
-func newClient(ctx context.Context, brokers []string) (*kgo.Client, error) {
+func newClient(ctx context.Context, brokers []string, extra []kgo.Opt) (*kgo.Client, error) {
 	if len(brokers) == 0 {
 		return nil, errors.New("verify: no brokers given")
 	}
@@ -65,7 +67,7 @@ func newClient(ctx context.Context, brokers []string) (*kgo.Client, error) {
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(200*time.Millisecond),
 	)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("verify: client: %w", err)
 	}

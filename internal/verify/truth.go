@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/onceflow/onceflow/internal/gen"
@@ -126,14 +127,14 @@ func formatReasons(m map[string]int) string {
 
 // CheckTruth reads the input, output and rejected-records topics
 // read_committed to their ends (ReadAll) and checks them against truth
-// with MatchTruth.
-func CheckTruth(ctx context.Context, brokers []string, truth gen.Truth, input, output, rejected string) (TruthReport, error) {
+// with MatchTruth. extra are client options, as for ReadAll.
+func CheckTruth(ctx context.Context, brokers []string, truth gen.Truth, input, output, rejected string, extra ...kgo.Opt) (TruthReport, error) {
 	topics := []string{input, output, rejected}
 	recs := make([][]Record, len(topics))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, topic := range topics {
 		g.Go(func() (err error) {
-			recs[i], err = ReadAll(gctx, brokers, topic)
+			recs[i], err = ReadAll(gctx, brokers, topic, extra...)
 			return err
 		})
 	}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/onceflow/onceflow/internal/topics"
+)
+
+// TopicsCmd is `onceflow topics`.
+type TopicsCmd struct {
+	Create   TopicsCreateCmd   `cmd:"" help:"Create a topic."`
+	List     TopicsListCmd     `cmd:"" help:"List topics; internal ones (Kafka's, and applications' repartition, changelog and rejected topics) are marked."`
+	Describe TopicsDescribeCmd `cmd:"" help:"Describe a topic: partitions, leaders, replicas, offsets, and configs that are not defaults."`
+}
+
+// TopicsCreateCmd is `onceflow topics create`.
+type TopicsCreateCmd struct {
+	ToolFlags   `embed:""`
+	Topic       string            `arg:"" help:"Topic to create."`
+	Partitions  int32             `name:"partitions" short:"p" default:"1" help:"Partitions."`
+	Replication int16             `name:"replication-factor" short:"r" default:"-1" help:"Replicas of each partition (-1: the broker's default.replication.factor)."`
+	Config      map[string]string `name:"config" short:"c" placeholder:"KEY=VALUE" help:"Topic config, e.g. cleanup.policy=compact (repeatable)."`
+}
+
+// Run creates the topic.
+func (c *TopicsCreateCmd) Run(env *Env) error {
+	adm, err := c.connect(env)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	if err := adm.Create(env.Ctx, topics.Spec{Name: c.Topic, Partitions: c.Partitions, Replication: c.Replication, Configs: c.Config}); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "created topic %s (%d partitions)\n", c.Topic, c.Partitions)
+	return nil
+}
+
+// TopicsListCmd is `onceflow topics list`.
+type TopicsListCmd struct {
+	ToolFlags `embed:""`
+	JSON      bool `name:"json" help:"Print a JSON array."`
+}
+
+// Run lists the topics.
+func (c *TopicsListCmd) Run(env *Env) error {
+	adm, err := c.connect(env)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ts, err := adm.List(env.Ctx)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return json.NewEncoder(env.Stdout).Encode(ts)
+	}
+	return topics.WriteList(env.Stdout, ts)
+}
+
+// TopicsDescribeCmd is `onceflow topics describe`.
+type TopicsDescribeCmd struct {
+	ToolFlags `embed:""`
+	Topic     string `arg:"" help:"Topic to describe."`
+	JSON      bool   `name:"json" help:"Print a JSON object."`
+}
+
+// Run describes the topic.
+func (c *TopicsDescribeCmd) Run(env *Env) error {
+	adm, err := c.connect(env)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	d, err := adm.Describe(env.Ctx, c.Topic)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return json.NewEncoder(env.Stdout).Encode(d)
+	}
+	return d.WriteText(env.Stdout)
+}
+
+// connect opens an admin client with the TLS and SASL flags.
+func (f ToolFlags) connect(env *Env) (*topics.Admin, error) {
+	opts, err := f.clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	return topics.Connect(env.Ctx, f.BrokerList(), opts...)
+}

@@ -1,0 +1,58 @@
+// Package version describes the running binary: its module version and
+// the commit it was built from, for `onceflow --version`.
+package version
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strings"
+)
+
+// String describes the running binary (see Format).
+func String() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "onceflow (unknown: no build information)"
+	}
+	return Format(info)
+}
+
+// Format describes a build: "onceflow <module version> (commit <revision>
+// [modified] <commit time>) <go version>". A build from a checkout has
+// module version "(devel)"; the commit part is there when the go command
+// stamped VCS information (go build in a git checkout; not go run or go
+// test).
+func Format(info *debug.BuildInfo) string {
+	v := info.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, when string
+	modified := false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "onceflow %s", v)
+	if rev != "" {
+		parts := []string{"commit " + rev}
+		if modified {
+			parts = append(parts, "modified")
+		}
+		if when != "" {
+			parts = append(parts, when)
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+	}
+	if info.GoVersion != "" {
+		fmt.Fprintf(&b, " %s", info.GoVersion)
+	}
+	return b.String()
+}
