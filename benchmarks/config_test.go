@@ -17,7 +17,7 @@ func TestExpand(t *testing.T) {
 		want      []string
 	}{
 		{"one point", []string{"copy"}, []time.Duration{100 * ms}, []int{100}, []string{"copy 100ms 100B"}},
-		{"the issue's sweep for copy", []string{"copy"}, []time.Duration{10 * ms, 100 * ms, time.Second}, []int{100, 1000},
+		{"the full sweep for copy", []string{"copy"}, []time.Duration{10 * ms, 100 * ms, time.Second}, []int{100, 1000},
 			[]string{"copy 10ms 100B", "copy 10ms 1000B", "copy 100ms 100B", "copy 100ms 1000B", "copy 1s 100B", "copy 1s 1000B"}},
 		{"orders values are not sized", []string{"orders"}, []time.Duration{10 * ms, 100 * ms}, []int{100, 1000},
 			[]string{"orders 10ms", "orders 100ms"}},

@@ -32,11 +32,12 @@
 // Latency runs start the variant on empty topics, wait until its group is
 // stable with every replica a member and every partition assigned, then
 // write the input at a steady rate (Config.Rate; by default half the
-// median EOS throughput of the same point, the load the p99 target
-// is stated at), stamping each record with the time it is handed to the
-// writer. A read_committed reader of the output records, for each record,
-// the time it was returned minus that timestamp (outputs keep their input's
-// timestamp): the end-to-end latency, p50, p99, p99.9 and max.
+// median EOS throughput of the same point, the load at which the p99
+// target, the commit interval plus 50 ms, is checked), stamping each
+// record with the time it is handed to the writer. A read_committed
+// reader of the output records, for each record, the time it was returned
+// minus that timestamp (outputs keep their input's timestamp): the
+// end-to-end latency, p50, p99, p99.9 and max.
 //
 // Commit latency and records per transaction come from onceflow's
 // onceflow_commit_latency_seconds and onceflow_records_per_transaction

@@ -89,8 +89,8 @@ type Result struct {
 	PeersSkipped map[string]string         `json:"peers_skipped,omitempty"`
 	// Ratios of records/s, named a_over_b (eos_over_sarama, ...).
 	Ratios map[string]float64 `json:"ratios,omitempty"`
-	// P99TargetMs is the commit interval plus 50 ms: the p99 the issue
-	// asks of exactly-once at half its maximum throughput.
+	// P99TargetMs is the commit interval plus 50 ms: the p99 exactly-once
+	// aims for at half its maximum throughput.
 	P99TargetMs float64       `json:"p99_target_ms"`
 	Runs        []Measurement `json:"runs"`
 }
@@ -327,7 +327,7 @@ func summarizeVariant(ms []Measurement) *VariantResult {
 	return v
 }
 
-// ratios are the throughput ratios the issue's targets are stated in.
+// ratios are the throughput ratios the report quotes (a_over_b).
 func ratios(r Result) map[string]float64 {
 	rps := map[string]float64{}
 	names, all := r.variants()
