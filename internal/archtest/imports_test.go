@@ -43,7 +43,7 @@ var forbidden = []forbid{
 	},
 	{
 		from:   []string{"internal/kafka/..."},
-		never:  []string{"internal/graph/...", "internal/taskstate/...", "internal/engine/...", "topology/...", "processor/...", "statestore/..."},
+		never:  append([]string{"internal/graph/...", "internal/taskstate/...", "internal/engine/..."}, publicPackages...),
 		reason: "the Kafka seam moves bytes and headers (internal/record); it does not know the graph or the state",
 	},
 	{
