@@ -1,7 +1,7 @@
 # onceflow build and test entry points. `make test` is what CI and newcomers run.
 GO ?= go
 
-.PHONY: test lint build kafka-up kafka-down test-kafka compose-check
+.PHONY: test lint build kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka compose-check
 
 # Everything under the race detector, then the tests that drive sarama's
 # producer through failed produce requests, where sarama itself has a data
@@ -35,6 +35,18 @@ kafka-up:
 
 kafka-down:
 	@scripts/kafka.sh down
+
+# A three-broker KRaft cluster on loopback (replication factor 3,
+# min.insync.replicas 2); prints the bootstrap list last. It lives in
+# .kafka-cluster unless ONCEFLOW_KAFKA_DIR says otherwise, so it can run
+# next to the single broker.
+KAFKA_CLUSTER_DIR ?= $(or $(ONCEFLOW_KAFKA_DIR),.kafka-cluster)
+
+kafka-cluster-up:
+	@ONCEFLOW_KAFKA_DIR=$(KAFKA_CLUSTER_DIR) scripts/kafka.sh up --brokers 3
+
+kafka-cluster-down:
+	@ONCEFLOW_KAFKA_DIR=$(KAFKA_CLUSTER_DIR) scripts/kafka.sh down
 
 # The integration suite against real Kafka; the broker address comes from
 # ONCEFLOW_KAFKA_BROKERS, or from the broker `make kafka-up` started.

@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
 # A single-node Apache Kafka (KRaft, broker and controller in one process) on
-# loopback, for development and the integration suite. See docs/kafka.md.
+# loopback, for development and the integration suite; or a cluster of such
+# nodes, for tests that need replication and failover. See docs/kafka.md.
 #
 #   scripts/kafka.sh up      start it (fetching the jars once) and print its
 #                            bootstrap address as the last line of stdout
-#   scripts/kafka.sh down    stop it and remove its data
+#   scripts/kafka.sh up --brokers 3
+#                            start a three-node cluster instead: each node a
+#                            broker and a voter of the controller quorum;
+#                            replication factor 3 and min.insync.replicas 2
+#                            for every topic, the offsets and transaction
+#                            logs included; last line: the bootstrap list
+#   scripts/kafka.sh down    stop it (every node) and remove its data
 #   scripts/kafka.sh status  tell whether it runs (exit 0) or not (exit 1)
+#   scripts/kafka.sh kill N  kill -9 node N of the cluster (data kept)
+#   scripts/kafka.sh stop N  stop node N cleanly (SIGTERM; data kept)
+#   scripts/kafka.sh start N start node N again on its data, wait until the
+#                            cluster lists it
 #
 # Environment (all optional):
 #   KAFKA_PORT             broker port; default 19092, or the next free one
+#                          (a cluster: the first of N consecutive ports)
 #   KAFKA_CONTROLLER_PORT  controller port; default 19093, or the next free one
+#                          (a cluster: the first of N consecutive ports,
+#                          default the N ports after the brokers')
 #   KAFKA_JAVA             the java binary to run (default: a Java 17 JDK)
-#   KAFKA_HEAP_OPTS        default -Xms256m -Xmx1g
+#   KAFKA_HEAP_OPTS        default -Xms256m -Xmx1g (a cluster: -Xms128m -Xmx512m a node)
 #   KAFKA_START_TIMEOUT    seconds to wait for the broker, default 120
 #   KAFKA_MVN_FLAGS        extra flags for the one Maven run (e.g. -Dmaven.repo.local=...)
 #   KAFKA_CDS              0 turns off the class-data-sharing archive (see cds_archive)
@@ -42,11 +56,13 @@ LOG4J_CONFIG="$STATE_DIR/log4j2.properties"
 LOG_FILE="$STATE_DIR/broker.log"
 PID_FILE="$STATE_DIR/broker.pid"
 BOOTSTRAP_FILE="$STATE_DIR/bootstrap"
+# A cluster keeps each node in $STATE_DIR/node<i>; this file holds N.
+NODES_FILE="$STATE_DIR/nodes"
 LOCK_FILE="$ONCEFLOW_ROOT/.cache/kafka/lock"
 START_TIMEOUT="${KAFKA_START_TIMEOUT:-120}"
 
 usage() {
-	echo "usage: $0 up|down|status" >&2
+	echo "usage: $0 up [--brokers N] | down | status | kill N | stop N | start N" >&2
 	exit 2
 }
 
@@ -147,34 +163,48 @@ running() {
 
 write_config() {
 	local port="$1" cport="$2"
-	cat >"$CONFIG" <<EOF
-# Written by scripts/kafka.sh: a single-node KRaft broker for tests, on loopback.
+	write_server_config "$CONFIG" "a single-node KRaft broker for tests, on loopback" \
+		1 "$port" "$cport" "1@127.0.0.1:$cport" "$DATA_DIR" 1 1
+	write_log4j_config "$LOG4J_CONFIG"
+}
+
+# write_server_config FILE WHAT NODE_ID PORT CONTROLLER_PORT VOTERS DATA_DIR RF MIN_ISR
+# writes the config of one node, broker and controller in one process.
+write_server_config() {
+	local file="$1" what="$2" id="$3" port="$4" cport="$5" voters="$6" data="$7" rf="$8" isr="$9"
+	cat >"$file" <<EOF
+# Written by scripts/kafka.sh: $what.
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$cport
+node.id=$id
+controller.quorum.voters=$voters
 listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
 advertised.listeners=PLAINTEXT://127.0.0.1:$port
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
-log.dirs=$DATA_DIR
+log.dirs=$data
 num.partitions=6
-default.replication.factor=1
-min.insync.replicas=1
+default.replication.factor=$rf
+min.insync.replicas=$isr
 auto.create.topics.enable=true
-offsets.topic.replication.factor=1
+offsets.topic.replication.factor=$rf
 offsets.topic.num.partitions=6
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$isr
 transaction.state.log.num.partitions=6
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=$isr
 group.initial.rebalance.delay.ms=0
 # Tests run short; keep the broker's own bookkeeping light.
 log.retention.check.interval.ms=300000
 num.recovery.threads.per.data.dir=1
 EOF
-	cat >"$LOG4J_CONFIG" <<'EOF'
+}
+
+# write_log4j_config FILE writes the logging config: everything to stdout,
+# which the script sends to the node's broker.log.
+write_log4j_config() {
+	cat >"$1" <<'EOF'
 # Written by scripts/kafka.sh: everything to stdout, which goes to broker.log.
 status = warn
 appender.out.type = Console
@@ -340,6 +370,13 @@ cmd_up() {
 	echo "$addr"
 }
 
+# cmd_down_cluster stops every node at once and removes the cluster's data.
+cmd_down_cluster() {
+	stop_nodes
+	log "stopped the cluster; removing $STATE_DIR"
+	rm -rf "$STATE_DIR"
+}
+
 cmd_down() {
 	if [ -f "$PID_FILE" ] && running; then
 		local pid i
@@ -374,6 +411,10 @@ cmd_down() {
 }
 
 cmd_status() {
+	if is_cluster; then
+		cluster_status
+		return
+	fi
 	if running; then
 		echo "running: pid $(cat "$PID_FILE"), bootstrap $(cat "$BOOTSTRAP_FILE" 2>/dev/null || echo '(starting)')"
 	else
@@ -382,20 +423,337 @@ cmd_status() {
 	fi
 }
 
-[ $# -eq 1 ] || usage
+# ---- A cluster of N nodes --------------------------------------------------
+#
+# Node i lives in $STATE_DIR/node<i>: server.properties, log4j2.properties,
+# data/, broker.log, broker.pid. Every node is a broker and a voter of the
+# controller quorum (combined mode, static voters), so a quorum of N/2+1
+# voters must run for the cluster to elect a controller: all nodes are
+# launched first, and only then waited for.
+
+# is_cluster succeeds when $STATE_DIR holds a cluster (up --brokers N > 1).
+is_cluster() { [ -f "$NODES_FILE" ]; }
+
+# node_count prints N of the cluster in $STATE_DIR.
+node_count() { cat "$NODES_FILE"; }
+
+node_dir() { echo "$STATE_DIR/node$1"; }
+
+# node_port I prints node I's broker port (from its config).
+node_port() {
+	sed -n 's|^advertised.listeners=PLAINTEXT://127.0.0.1:\([0-9]*\)$|\1|p' "$(node_dir "$1")/server.properties"
+}
+
+# node_running I succeeds when node I's pid file names a live node of ours.
+node_running() {
+	local dir pid
+	dir="$(node_dir "$1")"
+	[ -f "$dir/broker.pid" ] || return 1
+	pid="$(cat "$dir/broker.pid")"
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "kafka.Kafka $dir/server.properties" || return 1
+}
+
+# started_count I prints how many starts node I's log reports as complete
+# (a broker's start completes once the controller has unfenced it).
+started_count() {
+	local n
+	n="$(grep -c 'Kafka Server started' "$(node_dir "$1")/broker.log" 2>/dev/null || true)"
+	echo "${n:-0}"
+}
+
+# node_ready I N succeeds when node I finished the start launch_node made
+# (right after a kill -9 the others may still list the dead broker) and
+# answers a metadata request that lists all N brokers.
+node_ready() {
+	[ "$(started_count "$1")" -gt "$(cat "$(node_dir "$1")/starts-before")" ] || return 1
+	"$(kcat_bin)" -L -b "127.0.0.1:$(node_port "$1")" -m 5 -X topic.metadata.refresh.interval.ms=-1 2>/dev/null |
+		grep -q "^ *$2 brokers:"
+}
+
+# consecutive_free FROM N succeeds when ports FROM..FROM+N-1 are all free.
+consecutive_free() {
+	local i
+	for ((i = 0; i < $2; i++)); do
+		! port_in_use $(($1 + i)) || return 1
+	done
+}
+
+# cluster_ports N prints "BROKER_BASE CONTROLLER_BASE": N consecutive free
+# ports for the brokers and N for the controllers.
+cluster_ports() {
+	local n="$1" port cport
+	if [ -n "${KAFKA_PORT:-}" ]; then
+		port="$KAFKA_PORT"
+		consecutive_free "$port" "$n" || die "a port of KAFKA_PORT=$port..$((port + n - 1)) is in use"
+	else
+		port=19092
+		until consecutive_free "$port" "$n"; do port=$((port + 1)); done
+	fi
+	if [ -n "${KAFKA_CONTROLLER_PORT:-}" ]; then
+		cport="$KAFKA_CONTROLLER_PORT"
+		consecutive_free "$cport" "$n" || die "a port of KAFKA_CONTROLLER_PORT=$cport..$((cport + n - 1)) is in use"
+	else
+		cport=$((port + n))
+		until consecutive_free "$cport" "$n"; do cport=$((cport + 1)); done
+	fi
+	if ((cport < port + n && port < cport + n)); then
+		die "broker ports $port.. and controller ports $cport.. overlap"
+	fi
+	[ "$((port + n - 1))" -lt 65536 ] && [ "$((cport + n - 1))" -lt 65536 ] || die "ports beyond 65535"
+	echo "$port $cport"
+}
+
+# launch_node JAVA I starts node I in the background, in a session of its
+# own (it outlives the script), stdin from /dev/null, output to its own
+# broker.log, without the script's lock (fd 9). A CDS archive, if one was
+# recorded by a single broker, is only mapped (never recorded here: several
+# JVMs would write it at once).
+launch_node() {
+	local java="$1" i="$2" dir
+	dir="$(node_dir "$i")"
+	started_count "$i" >"$dir/starts-before"
+	# shellcheck disable=SC2086,SC2046 # KAFKA_HEAP_OPTS and the CDS flag are lists of flags
+	setsid "$java" ${KAFKA_HEAP_OPTS:--Xms128m -Xmx512m} $(cds_use_flags "$java") \
+		-XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
+		-XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
+		-Dlog4j2.configurationFile="file:$dir/log4j2.properties" -Dkafka.logs.dir="$dir" \
+		-cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
+		</dev/null >>"$dir/broker.log" 2>&1 9>&- &
+	echo $! >"$dir/broker.pid"
+}
+
+# wait_nodes N I... waits until each node I answers with all N brokers
+# listed; a node that exits, or the timeout, fails the wait (after printing
+# the tail of that node's log).
+wait_nodes() {
+	local n="$1" i deadline=$(($(date +%s) + START_TIMEOUT))
+	shift
+	for i in "$@"; do
+		until node_ready "$i" "$n"; do
+			# kill -0, not node_running: right after the launch the pid may
+			# not have become java yet.
+			if ! kill -0 "$(cat "$(node_dir "$i")/broker.pid")" 2>/dev/null; then
+				tail -n 40 "$(node_dir "$i")/broker.log" >&2
+				log "node $i exited during start; log: $(node_dir "$i")/broker.log"
+				return 1
+			fi
+			if [ "$(date +%s)" -ge "$deadline" ]; then
+				tail -n 40 "$(node_dir "$i")/broker.log" >&2
+				log "node $i did not answer with $n brokers within ${START_TIMEOUT}s; log: $(node_dir "$i")/broker.log"
+				return 1
+			fi
+			sleep 0.3
+		done
+	done
+}
+
+cmd_up_cluster() {
+	local n="$1" i
+	if is_cluster; then
+		[ "$(node_count)" = "$n" ] || die "a cluster of $(node_count) nodes runs in $STATE_DIR ('down' first)"
+		local down=()
+		for ((i = 1; i <= n; i++)); do node_running "$i" || down+=("$i"); done
+		if [ ${#down[@]} -eq 0 ]; then
+			log "already running"
+			cat "$BOOTSTRAP_FILE"
+			return
+		fi
+		# Nodes killed or stopped (or all of them, say after a reboot) start
+		# again on their data; `down` is what removes it.
+		log "node(s) ${down[*]} not running; starting them on their data"
+		start_nodes "${down[@]}"
+		cat "$BOOTSTRAP_FILE"
+		return
+	elif running; then
+		die "a single broker runs in $STATE_DIR ('down' first, or set ONCEFLOW_KAFKA_DIR)"
+	fi
+	local t0 t_format t_ready java ports port cport voters="" addrs="" isr=$((n < 3 ? 1 : 2))
+	t0="$(now_ms)"
+	ensure_kcat
+	fetch_jars
+	java="$(find_java)"
+	ports="$(cluster_ports "$n")"
+	port="${ports% *}"
+	cport="${ports#* }"
+	for ((i = 0; i < n; i++)); do
+		voters+="${voters:+,}$((i + 1))@127.0.0.1:$((cport + i))"
+		addrs+="${addrs:+,}127.0.0.1:$((port + i))"
+	done
+
+	rm -rf "$STATE_DIR"
+	mkdir -p "$STATE_DIR"
+	echo "$n" >"$NODES_FILE"
+	local cluster_id dir
+	cluster_id="$(random_cluster_id)"
+	log "formatting $n nodes in $STATE_DIR (cluster id $cluster_id)"
+	for ((i = 1; i <= n; i++)); do
+		dir="$(node_dir "$i")"
+		mkdir -p "$dir/data"
+		write_server_config "$dir/server.properties" "node $i of a $n-node KRaft cluster for tests, on loopback" \
+			"$i" $((port + i - 1)) $((cport + i - 1)) "$voters" "$dir/data" "$n" "$isr"
+		write_log4j_config "$dir/log4j2.properties"
+		# shellcheck disable=SC2046 # the CDS flag, if any, is one word
+		"$java" $(cds_use_flags "$java") -XX:TieredStopAtLevel=1 -Xmx256m \
+			-Dlog4j2.configurationFile="file:$dir/log4j2.properties" -cp "$LIBS/*" \
+			kafka.tools.StorageTool format -t "$cluster_id" -c "$dir/server.properties" --ignore-formatted \
+			>>"$dir/broker.log" 2>&1 9>&- || { tail -n 30 "$dir/broker.log" >&2; die "formatting node $i failed"; }
+	done
+	if grep -q 'Unable to use shared archive' "$(node_dir 1)/broker.log"; then
+		log "the class-data-sharing archive is stale; dropping it (a single broker records a new one)"
+		rm -f "$(cds_archive "$java")"
+	fi
+	t_format="$(now_ms)"
+
+	log "starting a $n-node Kafka $KAFKA_VERSION cluster with $java on $addrs (controllers $voters)"
+	for ((i = 1; i <= n; i++)); do launch_node "$java" "$i"; done
+	local all=()
+	for ((i = 1; i <= n; i++)); do all+=("$i"); done
+	if ! wait_nodes "$n" "${all[@]}"; then
+		stop_nodes
+		die "the cluster did not come up ('down' removes $STATE_DIR)"
+	fi
+	t_ready="$(now_ms)"
+	echo "$addrs" >"$BOOTSTRAP_FILE"
+	log "cluster ready in $(((t_ready - t0) / 1000)).$(printf '%03d' $(((t_ready - t0) % 1000)))s" \
+		"(format $((t_format - t0)) ms, start $((t_ready - t_format)) ms):" \
+		"replication factor $n, min.insync.replicas $isr; logs in $STATE_DIR/node*/broker.log"
+	echo "$addrs"
+}
+
+# start_nodes I... starts stopped nodes of the cluster on their data and
+# waits until each is back in the cluster.
+start_nodes() {
+	local java i n
+	n="$(node_count)"
+	java="$(find_java)"
+	for i in "$@"; do
+		[ -d "$(node_dir "$i")/data" ] || die "node $i has no data in $(node_dir "$i")"
+		log "starting node $i on its data (broker 127.0.0.1:$(node_port "$i"))"
+		launch_node "$java" "$i"
+	done
+	wait_nodes "$n" "$@" || die "node(s) $* did not rejoin the cluster"
+	log "node(s) $* back in the cluster"
+}
+
+# stop_node I SIGNAL stops node I: with KILL at once; with TERM, then KILL
+# after 30 s.
+stop_node() {
+	local i="$1" sig="$2" pid t
+	pid="$(cat "$(node_dir "$i")/broker.pid")"
+	kill "-$sig" "$pid" 2>/dev/null || true
+	for ((t = 0; t < 300; t++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	log "node $i (pid $pid) still running after 30s; sending SIGKILL"
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+# stop_nodes stops every running node of the cluster, all at once.
+stop_nodes() {
+	local i n
+	n="$(node_count)"
+	for ((i = 1; i <= n; i++)); do
+		if node_running "$i"; then
+			log "stopping node $i (pid $(cat "$(node_dir "$i")/broker.pid"))"
+			stop_node "$i" TERM &
+		fi
+	done
+	wait
+}
+
+# node_arg I checks that I names a node of the cluster.
+node_arg() {
+	is_cluster || die "no cluster in $STATE_DIR (up --brokers N starts one)"
+	case "$1" in '' | *[!0-9]*) die "node must be a number from 1 to $(node_count), not '$1'" ;; esac
+	[ "$1" -ge 1 ] && [ "$1" -le "$(node_count)" ] || die "node must be a number from 1 to $(node_count), not '$1'"
+}
+
+cmd_kill() {
+	node_arg "$1"
+	node_running "$1" || die "node $1 is not running"
+	local pid
+	pid="$(cat "$(node_dir "$1")/broker.pid")"
+	stop_node "$1" KILL
+	log "killed node $1 (pid $pid) with SIGKILL; 'start $1' restarts it on its data"
+}
+
+cmd_stop() {
+	node_arg "$1"
+	node_running "$1" || die "node $1 is not running"
+	log "stopping node $1 (pid $(cat "$(node_dir "$1")/broker.pid"))"
+	stop_node "$1" TERM
+}
+
+cmd_start() {
+	node_arg "$1"
+	if node_running "$1"; then
+		log "node $1 is already running (pid $(cat "$(node_dir "$1")/broker.pid"))"
+		return
+	fi
+	start_nodes "$1"
+}
+
+# cluster_status prints the bootstrap list and one line per node; it
+# succeeds when at least one node runs.
+cluster_status() {
+	local i n up=0 line
+	n="$(node_count)"
+	for ((i = 1; i <= n; i++)); do node_running "$i" && up=$((up + 1)); done
+	if [ "$up" -eq 0 ]; then
+		echo "not running (a cluster of $n nodes, all stopped, in $STATE_DIR)"
+		return 1
+	fi
+	echo "running: cluster, $up of $n nodes, bootstrap $(cat "$BOOTSTRAP_FILE" 2>/dev/null || echo '(starting)')"
+	for ((i = 1; i <= n; i++)); do
+		line="node $i: 127.0.0.1:$(node_port "$i")"
+		if node_running "$i"; then
+			echo "$line running, pid $(cat "$(node_dir "$i")/broker.pid")"
+		else
+			echo "$line stopped"
+		fi
+	done
+}
+
+BROKERS=1
+case "$*" in
+"up --brokers "*)
+	[ $# -eq 3 ] || usage
+	BROKERS="$3"
+	case "$BROKERS" in [1-9]) ;; *) die "--brokers wants a number from 1 to 9" ;; esac
+	set -- up
+	;;
+esac
+case "$1" in
+kill | stop | start) [ $# -eq 2 ] || usage ;;
+*) [ $# -eq 1 ] || usage ;;
+esac
 mkdir -p "$(dirname "$LOCK_FILE")"
-# One up/down at a time per work tree. The broker itself must not hold the
-# lock, hence `9>&-` on everything started in the background.
+# One up/down/start at a time. The broker itself must not hold the lock,
+# hence `9>&-` on everything started in the background.
 exec 9>"$LOCK_FILE"
 case "$1" in
 up)
 	flock -w 300 9 || die "another scripts/kafka.sh holds $LOCK_FILE"
-	cmd_up
+	if [ "$BROKERS" -gt 1 ]; then
+		cmd_up_cluster "$BROKERS"
+	elif is_cluster; then
+		cmd_up_cluster "$(node_count)"
+	else
+		cmd_up
+	fi
 	;;
 down)
 	flock -w 300 9 || die "another scripts/kafka.sh holds $LOCK_FILE"
-	cmd_down
+	if is_cluster; then cmd_down_cluster; else cmd_down; fi
 	;;
 status) cmd_status ;;
+kill) cmd_kill "$2" ;;
+stop) cmd_stop "$2" ;;
+start)
+	flock -w 300 9 || die "another scripts/kafka.sh holds $LOCK_FILE"
+	cmd_start "$2"
+	;;
 *) usage ;;
 esac

@@ -83,12 +83,14 @@ func (e *Env) CreateTopic(topic string, n int32) {
 }
 
 // CreateTopicConfigs creates topic with n partitions and the topic
-// configs given (e.g. max.message.bytes).
+// configs given (e.g. max.message.bytes). Its replication factor is the
+// broker's default (on a cluster of scripts/kafka.sh, every broker holds a
+// replica, so a topic stays available while one broker is down).
 func (e *Env) CreateTopicConfigs(topic string, n int32, configs map[string]*string) {
 	e.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := e.adm.CreateTopic(ctx, n, 1, configs, topic)
+	resp, err := e.adm.CreateTopic(ctx, n, -1, configs, topic)
 	if err == nil {
 		err = resp.Err
 	}
