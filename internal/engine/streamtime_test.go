@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
@@ -32,7 +34,11 @@ func values(env *enginetest.Env, topic string) []string {
 func TestFarFutureTimestampDoesNotTurnDedupOff(t *testing.T) {
 	env := enginetest.New(t)
 	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
-	env.CreateTopic(in, 1)
+	// Kafka 4 refuses records stamped more than an hour ahead by default
+	// (message.timestamp.after.max.ms); these topics take them.
+	future := map[string]*string{"message.timestamp.after.max.ms": kadm.StringPtr("9223372036854775807")}
+	env.CreateTopicConfigs(in, 1, future)
+	env.CreateTopicConfigs(out, 1, future)
 	now := time.Now().Truncate(time.Millisecond)
 	env.ProduceRecords(
 		orderRecord(in, "k", "e1", "first", now),
