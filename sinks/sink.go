@@ -1,0 +1,140 @@
+// Package sinks delivers effects outside Kafka (HTTP calls, database
+// writes, any side effect) exactly once per event where the Kafka
+// transaction ends.
+//
+// A topology writes a delivery request to an outbox topic inside its
+// transaction (topology.ToSink); a sink runner reads the outbox
+// read_committed and calls the Sink with a stable idempotency key, retrying
+// transient failures with backoff and jitter, recording each delivery in a
+// ledger, and parking what it cannot decide (a permanent failure, an
+// exhausted retry budget, an outcome it cannot know) in a visible
+// dead-letter topic or as unknown, never dropping it.
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Delivery is one request to an external system.
+type Delivery struct {
+	// Sink is the sink's name in the topology.
+	Sink string
+	// IdempotencyKey is the same on every attempt, replica and crash: a
+	// downstream that keeps it applies the effect once.
+	IdempotencyKey string
+	// Payload is the encoded payload the topology wrote.
+	Payload []byte
+	// Source names the input record the delivery descends from
+	// ("topic/partition/offset").
+	Source string
+	// Attempt counts the attempts, from 1.
+	Attempt int
+	// Fence lets a downstream refuse a late write of a runner that lost
+	// the outbox partition (a zombie): it holds the runner's group
+	// generation and the outbox partition.
+	Fence Fence
+	// Requested is when the topology wrote the delivery request.
+	Requested time.Time
+}
+
+// Fence is the runner's group generation and the outbox partition of a
+// delivery. For one partition, a later owner always has a higher
+// generation.
+type Fence struct {
+	Generation int32
+	Partition  int32
+}
+
+// String formats the fence as "<generation>/<partition>".
+func (f Fence) String() string { return fmt.Sprintf("%d/%d", f.Generation, f.Partition) }
+
+// Sink applies deliveries. Deliver returns nil once the effect is applied
+// (or was already applied under the same idempotency key). An error is
+// classified (see Classify): transient errors are retried, permanent ones
+// dead-lettered, unknown outcomes parked unless the sink is idempotent.
+// Deliver must honour ctx: the runner bounds each attempt with it.
+type Sink interface {
+	Deliver(ctx context.Context, d Delivery) error
+}
+
+// Func adapts a function to a Sink.
+type Func func(ctx context.Context, d Delivery) error
+
+// Deliver calls f.
+func (f Func) Deliver(ctx context.Context, d Delivery) error { return f(ctx, d) }
+
+// Idempotent is implemented by a sink that states whether re-sending a
+// delivery under the same idempotency key is safe (the downstream keeps
+// the key and applies the effect once). A sink without it is taken as not
+// idempotent: an attempt whose outcome is unknown is then parked, never
+// re-sent automatically (RFC 9110, 9.2.2).
+type Idempotent interface {
+	Idempotent() bool
+}
+
+// Class says what becomes of a failed attempt.
+type Class int
+
+const (
+	// Transient: retried after a backoff, until the retry budget is spent
+	// (then dead-lettered).
+	Transient Class = iota
+	// Permanent: dead-lettered at once.
+	Permanent
+	// Unknown: the request may or may not have been applied (it went out
+	// and no answer came back). Re-sent under the same key to an
+	// idempotent sink; parked as unknown otherwise.
+	Unknown
+)
+
+func (c Class) String() string {
+	switch c {
+	case Transient:
+		return "transient"
+	case Permanent:
+		return "permanent"
+	case Unknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("class(%d)", int(c))
+}
+
+// Error is a classified delivery failure.
+type Error struct {
+	Class Class
+	// RetryAfter, when positive, is the least wait before the next
+	// attempt the downstream asked for (an HTTP Retry-After).
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("sinks: %s: %v", e.Class, e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
+// TransientError marks err as worth retrying, after at least retryAfter
+// (zero: the backoff alone decides).
+func TransientError(err error, retryAfter time.Duration) error {
+	return &Error{Class: Transient, RetryAfter: retryAfter, Err: err}
+}
+
+// PermanentError marks err as never going to succeed.
+func PermanentError(err error) error { return &Error{Class: Permanent, Err: err} }
+
+// UnknownError marks an attempt whose outcome cannot be known.
+func UnknownError(err error) error { return &Error{Class: Unknown, Err: err} }
+
+// Classify returns the class of a Deliver error: the class of a *Error in
+// its chain; Unknown for a deadline that expired while the attempt was
+// out (context.DeadlineExceeded); Transient for anything else.
+func Classify(err error) (Class, time.Duration) {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Class, e.RetryAfter
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return Unknown, 0
+	}
+	return Transient, 0
+}
