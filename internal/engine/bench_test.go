@@ -2,9 +2,10 @@ package engine_test
 
 import (
 	"context"
-	compiler "github.com/onceflow/onceflow/internal/compile"
 	"testing"
 	"time"
+
+	compiler "github.com/onceflow/onceflow/internal/compile"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/examples/orders"

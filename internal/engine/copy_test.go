@@ -1,10 +1,11 @@
 package engine_test
 
 import (
-	compiler "github.com/onceflow/onceflow/internal/compile"
 	"slices"
 	"testing"
 	"time"
+
+	compiler "github.com/onceflow/onceflow/internal/compile"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/internal/enginetest"

@@ -1,0 +1,224 @@
+package engine
+
+// Record handling: a batch's records through the graph, their outputs,
+// rejections and staged state, and their lineage.
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/statestore"
+)
+
+func (d *driver) process(b kafka.Batch) {
+	d.e.progress.received(b.Topic, b.Partition)
+	if !d.open && !d.begin() {
+		return
+	}
+	e := d.e
+	d.noteStart(b)
+	src := e.g.Source(b.Topic)
+	sub := e.g.SubTopologyOf(b.Topic)
+	task := taskName(sub, b.Partition)
+	d.state.SetTask(statestore.Task{SubTopology: sub, Partition: b.Partition})
+	for i := range b.Records {
+		r := &b.Records[i]
+		if err := d.handle(src, r); err != nil {
+			d.fail("state", err)
+			return
+		}
+	}
+	if d.txn != nil {
+		d.produceChanges()
+	}
+	if err := d.p.Err(); err != nil {
+		e.m.commitFailures.WithLabelValues("produce").Inc()
+		d.fail("produce", err)
+		return
+	}
+	parts := d.offsets[b.Topic]
+	if parts == nil {
+		parts = map[int32]int64{}
+		d.offsets[b.Topic] = parts
+	}
+	parts[b.Partition] = b.Records[len(b.Records)-1].Offset + 1
+	d.records += len(b.Records)
+	d.pending.in[task] += len(b.Records)
+}
+
+// handle runs one record through the graph. Its outputs, rejections and
+// state writes are buffered until the whole graph is done with it. A gate
+// that rejects one record in flight rolls back what that record's own path
+// buffered (graph.Context.Forward) and its siblings flow on; any other
+// failure drops everything the input record buffered and rejects it whole
+// (processing-error), so it leaves no partial output and no state change.
+// The error returned is a state failure (the transaction cannot go on),
+// never the record's.
+func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
+	d.out = d.out[:0]
+	d.rejects = d.rejects[:0]
+	d.inRecord = r
+	d.lineage = ""
+	d.lineageBytes = nil
+	k, v, err := src.Decode(r.Key, r.Value)
+	if err != nil {
+		d.rejectInput(ReasonUndecodable, "", err)
+		return d.stage()
+	}
+	d.input = graph.Input{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Headers: r.Headers, Value: r.Value, Timestamp: r.Timestamp}
+	var st graph.State
+	if d.txn != nil {
+		st = d.state
+	}
+	err = d.gctx.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.Headers, Timestamp: r.Timestamp}, d, st)
+	if tl := d.takeTooLarge(); tl != nil {
+		// An output or state change no topic accepts: the input record is
+		// rejected whole, without its outputs and state writes, rather than
+		// failing every transaction that holds it.
+		d.Rollback(graph.Mark{})
+		d.rejectInput(ReasonTooLarge, "", tl)
+		return d.stage()
+	}
+	if err != nil {
+		d.Rollback(graph.Mark{})
+		if rej, ok := errors.AsType[*graph.Rejection](err); ok {
+			// A graph whose source does not split records: the rejection
+			// reached the top, so the whole input is the rejected record.
+			d.rejectInput(rej.Reason, rej.Node, rej)
+		} else {
+			d.rejectInput(ReasonProcessingError, "", err)
+		}
+	}
+	return d.stage()
+}
+
+// stage moves what the record buffered into the transaction: its state
+// writes into the Txn, its outputs and rejections to the producer. They
+// are counted when the transaction commits.
+func (d *driver) stage() error {
+	if d.txn != nil {
+		if err := d.state.Commit(); err != nil {
+			return err
+		}
+	}
+	for i := range d.out {
+		d.p.Send(&d.out[i])
+		d.pending.out[d.out[i].Topic]++
+	}
+	for _, reason := range d.rejects {
+		d.pending.rejected[reason]++
+	}
+	return nil
+}
+
+// Mark implements graph.Emitter.
+func (d *driver) Mark() graph.Mark {
+	return graph.Mark{Outputs: len(d.out), Rejections: len(d.rejects), State: d.state.Mark()}
+}
+
+// Rollback implements graph.Emitter: it drops what the record buffered
+// after m.
+func (d *driver) Rollback(m graph.Mark) {
+	clear(d.out[m.Outputs:])
+	d.out = d.out[:m.Outputs]
+	d.rejects = d.rejects[:m.Rejections]
+	d.state.Rollback(m.State)
+}
+
+// Reject implements graph.Emitter: a gate rejected one record in flight.
+func (d *driver) Reject(rej *graph.Rejection) error {
+	d.rejectInput(rej.Reason, rej.Node, rej)
+	return nil
+}
+
+// source is the lineage of the record being processed: its own
+// coordinates, or, for a record read back from a repartition topic, the
+// original input record's that it carries.
+func (d *driver) source() string {
+	if d.lineage == "" {
+		d.lineage = string(d.sourceBytes())
+	}
+	return d.lineage
+}
+
+// sourceBytes is source() as bytes, made once per input record.
+func (d *driver) sourceBytes() []byte {
+	if d.lineageBytes != nil {
+		return d.lineageBytes
+	}
+	r := d.inRecord
+	if d.internal[r.Topic] {
+		for i := len(r.Headers) - 1; i >= 0; i-- {
+			if r.Headers[i].Key == HeaderSource {
+				d.lineageBytes = r.Headers[i].Value
+				return d.lineageBytes
+			}
+		}
+	}
+	b := make([]byte, 0, len(r.Topic)+24)
+	b = append(b, r.Topic...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(r.Partition), 10)
+	b = append(b, '/')
+	d.lineageBytes = strconv.AppendInt(b, r.Offset, 10)
+	return d.lineageBytes
+}
+
+// Emit implements graph.Emitter: it buffers one output with its lineage.
+// The headers are the record's own (shared, never modified); the producer
+// writes the lineage after them.
+func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
+	if err := d.checkSize(topic, key, value, headers, d.sourceBytes()); err != nil {
+		return err
+	}
+	d.out = append(d.out, kafka.Message{
+		Topic:     topic,
+		Partition: kafka.Partition(key, d.inRecord.Partition, d.e.sinkParts[topic]),
+		Key:       key,
+		Value:     value,
+		Headers:   headers,
+		Source:    d.sourceBytes(),
+		Timestamp: ts,
+	})
+	return nil
+}
+
+// rejectInput buffers the input record for the rejected-records topic
+// with the reason, the node that rejected it (empty for the runtime's own
+// rejections) and the cause.
+func (d *driver) rejectInput(reason, node string, cause error) {
+	e := d.e
+	r := d.inRecord
+	hs := make([]graph.Header, 0, len(r.Headers)+4)
+	for _, h := range r.Headers {
+		switch h.Key {
+		case HeaderSource, HeaderRejectReason, HeaderRejectError, HeaderRejectNode:
+		default:
+			hs = append(hs, h)
+		}
+	}
+	own := len(hs)
+	hs = append(hs,
+		graph.Header{Key: HeaderRejectReason, Value: []byte(reason)},
+		graph.Header{Key: HeaderSource, Value: []byte(d.source())},
+		graph.Header{Key: HeaderRejectError, Value: []byte(cause.Error())},
+	)
+	if node != "" {
+		hs = append(hs, graph.Header{Key: HeaderRejectNode, Value: []byte(node)})
+	}
+	m := kafka.Message{
+		Topic:     e.rejected,
+		Partition: r.Partition % e.rejectedParts,
+		Key:       r.Key,
+		Value:     r.Value,
+		Headers:   hs,
+		Timestamp: r.Timestamp,
+	}
+	d.fitRejected(&m, own)
+	d.out = append(d.out, m)
+	d.rejects = append(d.rejects, reason)
+	e.log.Debug("record rejected", "reason", reason, "node", node, "source", d.source(), "error", cause)
+}

@@ -1,0 +1,167 @@
+package engine
+
+// Topics: input topics checked, outputs, changelogs and link topics
+// created before the replica joins its group.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/onceflow/onceflow/internal/kafka"
+)
+
+// prepare checks the input topics and creates the output topics.
+func (e *Engine) prepare(ctx context.Context) error {
+	admin := e.admin
+	sources := e.g.SourceTopics()
+	links := e.g.LinkTopics()
+	var external []string
+	for _, t := range sources {
+		if !slices.Contains(links, t) {
+			external = append(external, t)
+		}
+	}
+	have, err := admin.Partitions(external...)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	var errs []error
+	for _, t := range external {
+		if _, ok := have[t]; !ok {
+			errs = append(errs, fmt.Errorf("input topic %q does not exist (%w)", t, kafka.ErrTopicMissing))
+		}
+	}
+	if len(errs) == 0 {
+		if err := e.prepareLinks(admin, links, have); err != nil {
+			return err
+		}
+	}
+	want := map[string]int32{}
+	var maxParts int32
+	for _, st := range e.g.SubTopologies {
+		var n int32
+		for _, t := range st.SourceTopics {
+			p, ok := have[t]
+			if !ok {
+				continue
+			}
+			if n != 0 && p != n {
+				errs = append(errs, fmt.Errorf("sub-topology %d reads topics that are not co-partitioned: %s", st.ID, describeParts(st.SourceTopics, have)))
+				break
+			}
+			n = p
+		}
+		maxParts = max(maxParts, n)
+		for _, t := range st.SinkTopics {
+			want[t] = max(want[t], n)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	want[e.rejected] = max(maxParts, 1)
+	parts, err := admin.Ensure(want, nil)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	written := slices.Collect(maps.Keys(parts))
+	e.changelogParts = map[string]int32{}
+	if len(e.stores) > 0 {
+		changelogs := map[string]int32{}
+		for _, s := range e.stores {
+			var n int32
+			for _, t := range e.g.SubTopologies[s.sub].SourceTopics {
+				n = max(n, have[t])
+			}
+			changelogs[s.topic] = n
+		}
+		compact := "compact"
+		cl, err := admin.Ensure(changelogs, map[string]*string{"cleanup.policy": &compact})
+		if err != nil {
+			return fmt.Errorf("engine: changelogs: %w", err)
+		}
+		for t, n := range cl {
+			if n, err = e.growChangelog(admin, t, n, changelogs[t]); err != nil {
+				return err
+			}
+			e.changelogParts[t] = n
+			written = append(written, t)
+		}
+		if err := e.readDeleteRetention(admin); err != nil {
+			return err
+		}
+	}
+	e.readLimits(admin, written)
+	e.sinkParts = parts
+	e.rejectedParts = parts[e.rejected]
+	e.topics = sources
+	e.log.Info("topics ready", "inputs", sources, "outputs", parts)
+	return nil
+}
+
+// prepareLinks creates the repartition and through topics, each with the
+// partition count of the sub-topology that writes it (known once that
+// sub-topology's own sources are), and adds them to have. A through topic
+// that exists is used as it is.
+func (e *Engine) prepareLinks(admin *kafka.Admin, links []string, have map[string]int32) error {
+	through := e.g.ThroughTopics()
+	for progress := true; progress; {
+		progress = false
+		for _, t := range links {
+			if _, ok := have[t]; ok {
+				continue
+			}
+			var n int32
+			known := true
+			for _, src := range e.g.SubTopologies[e.g.WriterOf(t)].SourceTopics {
+				p, ok := have[src]
+				known = known && ok
+				n = max(n, p)
+			}
+			if !known {
+				continue
+			}
+			if slices.Contains(through, t) {
+				got, err := admin.Ensure(map[string]int32{t: n}, nil)
+				if err != nil {
+					return fmt.Errorf("engine: through topic: %w", err)
+				}
+				have[t] = got[t]
+				progress = true
+				continue
+			}
+			got, err := admin.Ensure(map[string]int32{t: n}, repartitionConfigs())
+			if err != nil {
+				return fmt.Errorf("engine: repartition topic: %w", err)
+			}
+			if got[t] < n {
+				e.log.Warn("the writer of a repartition topic has more partitions than the topic; adding partitions", "topic", t, "partitions", got[t], "writer", n)
+				if err := admin.GrowPartitions(t, n); err != nil {
+					return fmt.Errorf("engine: repartition topic %q has %d partitions, its writer %d: %w", t, got[t], n, err)
+				}
+				got[t] = n
+			}
+			if got[t] != n {
+				return fmt.Errorf("engine: repartition topic %q has %d partitions, its writer %d: delete it to have it recreated", t, got[t], n)
+			}
+			if err := e.keepForever(admin, t); err != nil {
+				return err
+			}
+			have[t] = n
+			progress = true
+		}
+	}
+	return nil
+}
+
+func describeParts(topics []string, have map[string]int32) string {
+	var parts []string
+	for _, t := range topics {
+		parts = append(parts, fmt.Sprintf("%s has %d partitions", t, have[t]))
+	}
+	return strings.Join(parts, ", ")
+}
