@@ -40,6 +40,10 @@ func describeNode(b *strings.Builder, n *graph.Node, depth int) {
 	case graph.KindSource:
 		fmt.Fprintf(b, "%ssource %s <- topic %s [%s]\n", indent, n.Name, n.Topic, n.Format)
 	case graph.KindSink:
+		if n.Outbox != nil {
+			fmt.Fprintf(b, "%sexternal sink %s -> outbox %s, dead letters %s [%s]\n", indent, n.Outbox.Sink, n.Topic, graph.DLQTopic(n.Topic), n.Format)
+			break
+		}
 		fmt.Fprintf(b, "%ssink %s -> topic %s [%s]\n", indent, n.Name, n.Topic, n.Format)
 	default:
 		var stores []string

@@ -64,6 +64,9 @@ func (e *Engine) prepare(ctx context.Context) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	want[e.rejected] = max(maxParts, 1)
+	if err := e.prepareOutboxes(admin, want); err != nil {
+		return err
+	}
 	parts, err := admin.Ensure(want, nil)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)

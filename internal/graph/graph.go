@@ -114,6 +114,9 @@ type Node struct {
 	// KeyedState marks a node whose state is keyed by the record key
 	// (reduce, count, sum): it needs all records of a key in one task.
 	KeyedState bool
+	// Outbox marks a sink that writes delivery requests for an external
+	// sink (an internal topic): see Outbox.
+	Outbox *Outbox
 }
 
 // SubTopology is a connected part of the graph. Its source topics must be
@@ -316,6 +319,8 @@ type Context struct {
 	// the whole record even when a Process function ignores the error its
 	// Forward returned.
 	failed error
+	// outboxSeq counts the input record's deliveries per outbox node.
+	outboxSeq []outboxCount
 }
 
 // State returns the task's state, or nil when the graph has no stores.
@@ -385,7 +390,13 @@ func (c *Context) deliver(r Record) error {
 		if err != nil {
 			return &NodeError{Node: n.Name, Err: err}
 		}
-		return c.out.Emit(n.Topic, k, v, r.Headers, r.Timestamp)
+		headers := r.Headers
+		if n.Outbox != nil {
+			if headers, err = c.outboxHeaders(n, r); err != nil {
+				return &NodeError{Node: n.Name, Err: err}
+			}
+		}
+		return c.out.Emit(n.Topic, k, v, headers, r.Timestamp)
 	default:
 		err := n.Process(c, r)
 		if err == nil {
@@ -417,7 +428,7 @@ func Run(source *Node, in *Input, r Record, out Emitter) error {
 // rejected and staged. Rejections of gates are not errors: they come to
 // out.Reject.
 func (c *Context) Run(source *Node, in *Input, r Record, out Emitter, st State) error {
-	*c = Context{node: source, input: in, out: out, state: st}
+	*c = Context{node: source, input: in, out: out, state: st, outboxSeq: c.outboxSeq[:0]}
 	err := c.Forward(r)
 	if _, ok := errors.AsType[*Rejection](err); err == nil || ok && c.failed != nil {
 		return c.failed

@@ -284,6 +284,9 @@ func (em emitter) Emit(topic string, key, value []byte, headers []graph.Header, 
 	return nil
 }
 
+// Lineage implements graph.Lineager.
+func (em emitter) Lineage() string { return em.d.source }
+
 // Reject implements graph.Emitter.
 func (em emitter) Reject(rej *graph.Rejection) error {
 	d := em.d

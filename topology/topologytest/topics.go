@@ -211,3 +211,9 @@ func fromGraph(hs []graph.Header) topology.Headers {
 	}
 	return out
 }
+
+// OutboxTopic is the outbox topic of the external sink name
+// (topology.ToSink) in the driver: read its delivery requests with Output,
+// keyed by the record key as text, the payload as value, and the
+// idempotency key in the header "onceflow-idempotency-key".
+func OutboxTopic(sink string) string { return ApplicationID + "-sink-" + sink }

@@ -1,0 +1,41 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
+)
+
+// Outbox topics hold the delivery requests of external sinks
+// (topology.ToSink) until the sink runner has settled them. Like
+// repartition topics they keep records forever (the runner deletes them
+// below its committed offsets); each has a dead-letter topic with as many
+// partitions.
+
+// Lineage implements graph.Lineager: outbox records take their default
+// idempotency key from it.
+func (d *driver) Lineage() string { return d.source() }
+
+// prepareOutboxes creates the outbox topics among want (the output topics
+// and their partition counts) with unlimited retention, and their
+// dead-letter topics.
+func (e *Engine) prepareOutboxes(admin *kafka.Admin, want map[string]int32) error {
+	for _, t := range e.g.OutboxTopics() {
+		n, ok := want[t]
+		if !ok {
+			continue
+		}
+		got, err := admin.Ensure(map[string]int32{t: n}, repartitionConfigs())
+		if err != nil {
+			return fmt.Errorf("engine: outbox topic: %w", err)
+		}
+		if err := e.keepForever(admin, t); err != nil {
+			return err
+		}
+		if _, err := admin.Ensure(map[string]int32{graph.DLQTopic(t): got[t]}, nil); err != nil {
+			return fmt.Errorf("engine: dead-letter topic: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package graph
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// HeaderIdempotencyKey is the header of an outbox record that carries its
+// delivery's idempotency key.
+const HeaderIdempotencyKey = "onceflow-idempotency-key"
+
+// Outbox marks a sink node that writes delivery requests for an external
+// sink (topology.ToSink). The node's Topic is the outbox topic,
+// "sink-<name>" before WithPrefix adds the application id.
+type Outbox struct {
+	// Sink is the sink's name, chosen by the user.
+	Sink string
+	// Deliverer is the sinks.Sink the runner calls (kept untyped so the
+	// graph does not depend on the sinks package).
+	Deliverer any
+	// Key returns the idempotency key of a record; nil: the default,
+	// "<sink>:<lineage>", with "#<n>" after it for the n-th (from 1)
+	// further delivery one input record makes to the sink.
+	Key func(k, v any) (string, error)
+}
+
+// DLQTopic is the dead-letter topic of an outbox topic.
+func DLQTopic(outbox string) string { return outbox + "-dlq" }
+
+// LedgerTopic is the changelog topic of an outbox topic's delivery ledger.
+func LedgerTopic(outbox string) string { return outbox + "-ledger-changelog" }
+
+// Outboxes lists the sink nodes that write outbox topics, by topic.
+func (g *Graph) Outboxes() []*Node {
+	var ns []*Node
+	for _, n := range g.Nodes {
+		if n.Kind == KindSink && n.Outbox != nil {
+			ns = append(ns, n)
+		}
+	}
+	slices.SortFunc(ns, func(a, b *Node) int { return strings.Compare(a.Topic, b.Topic) })
+	return ns
+}
+
+// OutboxTopics lists the outbox topics, sorted.
+func (g *Graph) OutboxTopics() []string {
+	var ts []string
+	for _, n := range g.Outboxes() {
+		ts = append(ts, n.Topic)
+	}
+	return ts
+}
+
+// Lineager is implemented by an Emitter that knows the lineage of the
+// record being processed ("topic/partition/offset" of the input record it
+// descends from, carried through repartition topics).
+type Lineager interface {
+	Lineage() string
+}
+
+// lineage is the lineage of the input record being processed.
+func (c *Context) lineage() string {
+	if l, ok := c.out.(Lineager); ok {
+		return l.Lineage()
+	}
+	in := c.input
+	return in.Topic + "/" + strconv.Itoa(int(in.Partition)) + "/" + strconv.FormatInt(in.Offset, 10)
+}
+
+// outboxHeaders returns the headers of an outbox record for r: the
+// idempotency key.
+func (c *Context) outboxHeaders(n *Node, r Record) ([]Header, error) {
+	var key string
+	if n.Outbox.Key != nil {
+		k, err := n.Outbox.Key(r.Key, r.Value)
+		if err != nil {
+			return nil, err
+		}
+		if k == "" {
+			return nil, errors.New("idempotency key is empty")
+		}
+		key = k
+	} else {
+		key = n.Outbox.Sink + ":" + c.lineage()
+		if i := c.nextOutboxIndex(n); i > 0 {
+			key += "#" + strconv.Itoa(i)
+		}
+	}
+	return []Header{{Key: HeaderIdempotencyKey, Value: []byte(key)}}, nil
+}
+
+// nextOutboxIndex counts the deliveries the input record made to sink n:
+// 0 for the first.
+func (c *Context) nextOutboxIndex(n *Node) int {
+	for i := range c.outboxSeq {
+		if c.outboxSeq[i].node == n.ID {
+			c.outboxSeq[i].count++
+			return c.outboxSeq[i].count
+		}
+	}
+	c.outboxSeq = append(c.outboxSeq, outboxCount{node: n.ID})
+	return 0
+}
+
+// outboxCount is how many deliveries beyond the first one input record
+// made to one outbox node.
+type outboxCount struct{ node, count int }
