@@ -20,5 +20,8 @@
 // parks unknown outcomes instead of re-sending them.
 //
 // Each attempt is bounded by the context Deliver gets; the sink adds no
-// timeout of its own and never follows redirects.
+// timeout of its own and never follows redirects. To an idempotent
+// endpoint, net/http itself re-sends, under the same key, a request whose
+// answer was lost on a reused keep-alive connection; to an endpoint that
+// is not, it never does (the loss comes back as an unknown outcome).
 package httpsink

@@ -128,9 +128,9 @@ func (s *Sink) Idempotent() bool { return !s.cfg.NotIdempotent }
 // Deliver posts d.Payload. It returns nil on a 2xx answer and a classified
 // error (sinks.Error) otherwise:
 //
-//   - no connection made (refused, DNS, TLS handshake): transient, the
-//     request never left;
-//   - a connection made, then a timeout, a reset or a closed connection
+//   - a failure before the request was written (refused, DNS, TLS
+//     handshake): transient, the request never left;
+//   - a timeout, a reset or a closed connection after it was written and
 //     before an answer: unknown, the endpoint may have applied it;
 //   - 408, 425, 429, 5xx: transient, with Retry-After when the answer has
 //     one (seconds or an HTTP date);
@@ -145,14 +145,16 @@ func (s *Sink) Deliver(ctx context.Context, d sinks.Delivery) error {
 	if err != nil {
 		return sinks.PermanentError(err)
 	}
-	var connected atomic.Bool
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
+	// Once the headers are written, the request may have reached the
+	// endpoint: a failure from then on has an unknown outcome.
+	var sent atomic.Bool
+	trace := &httptrace.ClientTrace{WroteHeaders: func() { sent.Store(true) }}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 
 	resp, err := s.client.Do(req)
 	if err != nil {
 		err = fmt.Errorf("httpsink: post %s: %w", s.cfg.URL, err)
-		if connected.Load() {
+		if sent.Load() {
 			return sinks.UnknownError(err)
 		}
 		return sinks.TransientError(err, 0)
@@ -178,7 +180,19 @@ func (s *Sink) request(ctx context.Context, d sinks.Delivery) (*http.Request, er
 	}
 	req.Header.Set("Content-Type", s.cfg.ContentType)
 	if d.IdempotencyKey != "" {
-		req.Header.Set(HeaderIdempotencyKey, d.IdempotencyKey)
+		if s.cfg.NotIdempotent {
+			// net/http re-sends by itself a request whose answer was lost
+			// on a reused connection when the request carries the
+			// canonical Idempotency-Key header (see Request.isReplayable).
+			// To an endpoint that ignores the key, that re-send could
+			// apply the effect twice: the same header under a lower-case
+			// map key reaches the wire unchanged (names are
+			// case-insensitive) but keeps the transport from replaying;
+			// the failure then comes back as an unknown outcome.
+			req.Header["idempotency-key"] = []string{d.IdempotencyKey}
+		} else {
+			req.Header.Set(HeaderIdempotencyKey, d.IdempotencyKey)
+		}
 	}
 	req.Header.Set(HeaderFence, d.Fence.String())
 	req.Header.Set(HeaderAttempt, strconv.Itoa(d.Attempt))

@@ -3,11 +3,13 @@ package httpsink
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -250,4 +252,49 @@ func TestConfig(t *testing.T) {
 		t.Error("NotIdempotent: the sink says it is idempotent")
 	}
 	var _ sinks.Idempotent = s
+}
+
+// TestLostAnswerOnReusedConnection: the endpoint applies the second
+// request, then closes its keep-alive connection without answering. To an
+// idempotent endpoint net/http re-sends it under the same key (the
+// endpoint keeps the key: safe); to one that is not, it must not: the
+// sink reports an unknown outcome and the endpoint saw the request once.
+func TestLostAnswerOnReusedConnection(t *testing.T) {
+	for _, notIdempotent := range []bool{false, true} {
+		var mu sync.Mutex
+		var keys []string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.ReadAll(r.Body)
+			mu.Lock()
+			keys = append(keys, r.Header.Get(HeaderIdempotencyKey))
+			n := len(keys)
+			mu.Unlock()
+			if n == 2 {
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+			}
+		}))
+		s, _ := New(Config{URL: srv.URL, NotIdempotent: notIdempotent})
+		first, second := delivery(), delivery()
+		first.IdempotencyKey, second.IdempotencyKey = "k1", "k2"
+		if err := s.Deliver(context.Background(), first); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Deliver(context.Background(), second)
+		srv.Close()
+		class := "ok"
+		if err != nil {
+			c, _ := sinks.Classify(err)
+			class = c.String()
+		}
+		want, wantKeys := "ok", "[k1 k2 k2]"
+		if notIdempotent {
+			want, wantKeys = "unknown", "[k1 k2]"
+		}
+		if class != want || fmt.Sprint(keys) != wantKeys {
+			t.Errorf("not idempotent %v: %s (%v), endpoint saw %v; want %s, %s", notIdempotent, class, err, keys, want, wantKeys)
+		}
+	}
 }
