@@ -32,6 +32,16 @@
 //	onceflow_commit_timeouts_total           commit steps past Config.CommitTimeout (producer dropped)
 //	onceflow_stalled_partitions              partitions with input pending and no commit past Config.StallTimeout
 //	onceflow_oldest_pending_seconds          age of the oldest input received and not committed
+//	onceflow_clock_skewed_records_total      records stamped beyond the wall clock + MaxClockSkew
+//	onceflow_state_wipes_total               task stores wiped before a restore (offset gone, or state too old)
+//	onceflow_state_dropped_total             task stores deleted after StateCleanupDelay without owning the task
+//	onceflow_dedup_expired_total             dedup entries expired by stream time
+//	onceflow_repartition_purges_total        repartition topics purged up to committed offsets
+//	onceflow_restore_waits_total             restores that waited for an open changelog transaction
+//
+// Counters with a label exist at zero for their known labels (outcomes,
+// rejection reasons) before the first event. Stats reads the same
+// counters, so a snapshot and /metrics always agree.
 //
 // Deadlines: every step that ends a transaction is bounded by
 // Config.CommitTimeout (a coordinator that does not answer costs one

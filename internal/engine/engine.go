@@ -102,7 +102,6 @@ type Engine struct {
 	g        *graph.Graph
 	log      hclog.Logger
 	m        *metrics
-	c        counters
 	rejected string
 
 	// Set once in Run before any session starts.
@@ -171,7 +170,7 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 }
 
 // Stats returns a snapshot of the counters.
-func (e *Engine) Stats() Stats { return e.c.snapshot() }
+func (e *Engine) Stats() Stats { return e.m.snapshot() }
 
 // Ready reports whether the replica is in a group session.
 func (e *Engine) Ready() bool { return e.ready.Load() }

@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"sync/atomic"
-
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Stats is a snapshot of a replica's counters since it started.
@@ -26,31 +26,44 @@ type Stats struct {
 	CommitTimeouts      int64 // transaction steps that ran past the commit timeout (each dropped the producer)
 }
 
-// counters back Stats.
-type counters struct {
-	in, out, rejected, committed, aborted, recreated, sessions, restored, wipes, expired atomic.Int64
-	changelog, collapsed, purges, dropped, restoreWaits, timeouts                        atomic.Int64
+// snapshot reads Stats from the metrics: each event is counted once, in
+// its metric, and Stats and /metrics agree.
+func (m *metrics) snapshot() Stats {
+	return Stats{
+		RecordsIn:           total(m.recordsIn),
+		RecordsOut:          total(m.recordsOut),
+		Rejected:            total(m.rejected),
+		Committed:           total(m.transactions.WithLabelValues("committed")),
+		Aborted:             total(m.transactions.WithLabelValues("aborted")),
+		ProducerRecreations: total(m.recreations),
+		Sessions:            total(m.rebalances),
+		Restored:            total(m.restored),
+		Wipes:               total(m.wipes),
+		Expired:             total(m.expired),
+		ChangelogRecords:    total(m.stateChanges.WithLabelValues("sent")),
+		ChangesCollapsed:    total(m.stateChanges.WithLabelValues("collapsed")),
+		Purges:              total(m.purges),
+		Dropped:             total(m.dropped),
+		RestoreWaits:        total(m.restoreWaits),
+		CommitTimeouts:      total(m.commitTimeouts),
+	}
 }
 
-func (c *counters) snapshot() Stats {
-	return Stats{
-		RecordsIn:           c.in.Load(),
-		RecordsOut:          c.out.Load(),
-		Rejected:            c.rejected.Load(),
-		Committed:           c.committed.Load(),
-		Aborted:             c.aborted.Load(),
-		ProducerRecreations: c.recreated.Load(),
-		Sessions:            c.sessions.Load(),
-		Restored:            c.restored.Load(),
-		Wipes:               c.wipes.Load(),
-		Expired:             c.expired.Load(),
-		ChangelogRecords:    c.changelog.Load(),
-		ChangesCollapsed:    c.collapsed.Load(),
-		Purges:              c.purges.Load(),
-		Dropped:             c.dropped.Load(),
-		RestoreWaits:        c.restoreWaits.Load(),
-		CommitTimeouts:      c.timeouts.Load(),
+// total sums the counters a collector holds.
+func total(c prometheus.Collector) int64 {
+	ch := make(chan prometheus.Metric, 16)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	var sum float64
+	for m := range ch {
+		var pb dto.Metric
+		if m.Write(&pb) == nil && pb.Counter != nil {
+			sum += pb.Counter.GetValue()
+		}
 	}
+	return int64(sum)
 }
 
 // metrics are the Prometheus collectors of one replica. Names are listed in
@@ -74,6 +87,11 @@ type metrics struct {
 	commitTimeouts prometheus.Counter
 	stalled        prometheus.Gauge
 	oldestPending  prometheus.Gauge
+	wipes          prometheus.Counter
+	dropped        prometheus.Counter
+	expired        prometheus.Counter
+	purges         prometheus.Counter
+	restoreWaits   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, error) {
@@ -119,11 +137,32 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 			Help: "Assigned input partitions with input pending and no commit for longer than the stall timeout (a stalled restore counts one).", ConstLabels: labels}),
 		oldestPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "onceflow_oldest_pending_seconds",
 			Help: "Age of the oldest input received and not yet committed (0: none pending).", ConstLabels: labels}),
+		wipes: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_state_wipes_total",
+			Help: "Task stores wiped before a restore (the changelog no longer held their offset, or the state was older than the changelog's tombstone retention).", ConstLabels: labels}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_state_dropped_total",
+			Help: "Task stores deleted because the replica had not owned the task for the cleanup delay.", ConstLabels: labels}),
+		expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_dedup_expired_total",
+			Help: "Dedup entries expired by stream time.", ConstLabels: labels}),
+		purges: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_repartition_purges_total",
+			Help: "Purges of repartition topics up to the committed offsets (one per topic and purge).", ConstLabels: labels}),
+		restoreWaits: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_restore_waits_total",
+			Help: "Restores that waited for a transaction open on their changelog partition to end.", ConstLabels: labels}),
+	}
+	// Series that exist at zero, so a rate or an alert sees them before
+	// the first event.
+	for _, o := range []string{"committed", "aborted"} {
+		m.transactions.WithLabelValues(o)
+	}
+	for _, o := range []string{"sent", "collapsed"} {
+		m.stateChanges.WithLabelValues(o)
+	}
+	for _, r := range []string{ReasonUndecodable, ReasonProcessingError, ReasonTooLarge, graph.ReasonDuplicate, graph.ReasonConflict, graph.ReasonStale} {
+		m.rejected.WithLabelValues(r)
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.recordsIn, m.recordsOut, m.rejected, m.transactions, m.commitLatency,
 			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges, m.skewed,
-			m.commitTimeouts, m.stalled, m.oldestPending} {
+			m.commitTimeouts, m.stalled, m.oldestPending, m.wipes, m.dropped, m.expired, m.purges, m.restoreWaits} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

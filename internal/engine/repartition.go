@@ -143,7 +143,7 @@ func (p *purger) run(batch map[string]map[int32]int64) (failed map[string]map[in
 			failed[t] = batch[t]
 			continue
 		}
-		e.c.purges.Add(1)
+		e.m.purges.Inc()
 		e.log.Debug("purged repartition topic", "topic", t, "below", batch[t])
 	}
 	return failed

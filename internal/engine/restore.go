@@ -69,7 +69,7 @@ func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTa
 		}
 		if stale {
 			log.Warn("local state is older than the changelog's tombstone retention; wiping the task's store and restoring it fully", "offset", from, "reason", why)
-			e.c.wipes.Add(1)
+			e.m.wipes.Inc()
 			if err := e.db.Wipe(st.Store, st.Task); err != nil {
 				return fmt.Errorf("engine: wipe %s: %w", st, err)
 			}
@@ -93,7 +93,6 @@ func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTa
 				return err
 			}
 			n += int64(len(batch))
-			e.c.restored.Add(int64(len(batch)))
 			e.m.restored.Add(float64(len(batch)))
 			if n > 0 && n%100000 < int64(len(batch)) {
 				log.Info("restoring", "records", n, "offset", next)
@@ -104,7 +103,7 @@ func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTa
 	err = read(from)
 	if errors.Is(err, kafka.ErrOffsetGone) {
 		log.Warn("changelog no longer holds the local offset; wiping the task's store and restoring it fully", "offset", from, "error", err)
-		e.c.wipes.Add(1)
+		e.m.wipes.Inc()
 		if err := e.db.Wipe(st.Store, st.Task); err != nil {
 			return fmt.Errorf("engine: wipe %s: %w", st, err)
 		}
@@ -129,7 +128,7 @@ func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTa
 // open transactions to end (the previous owner's commit markers, or a
 // dead producer's transaction until the broker aborts it).
 func (e *Engine) restoreWaiting(topic string, partition int32, stable, end int64) {
-	e.c.restoreWaits.Add(1)
+	e.m.restoreWaits.Inc()
 	e.log.Named("restore").Info("changelog has a transaction open; waiting for it to end",
 		"topic", topic, "partition", partition, "last_stable_offset", stable, "end_offset", end, "within", e.cfg.Timeouts.Transaction)
 	if h := e.cfg.Hooks.RestoreWaiting; h != nil {

@@ -22,7 +22,6 @@ type handler struct {
 
 func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	e := h.e
-	e.c.sessions.Add(1)
 	e.m.rebalances.Inc()
 	e.m.rebalanceTime.Observe(time.Since(h.joined).Seconds())
 	n := 0
@@ -44,9 +43,9 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		}
 		// Local state catches up with the changelogs before any input of
 		// the session is processed.
-		e.progress.restoring(true, e.c.restored.Load())
+		e.progress.restoring(true, total(e.m.restored))
 		err := e.restoreTasks(s.Context(), s.Claims())
-		e.progress.restoring(false, e.c.restored.Load())
+		e.progress.restoring(false, total(e.m.restored))
 		if err != nil {
 			e.log.Warn("restore failed; the session ends and the replica joins again", "error", err)
 			return nil, err

@@ -87,7 +87,7 @@ func (e *Engine) dropUnowned(owned []statestore.StoreTask) error {
 		if err := e.db.Wipe(st.Store, st.Task); err != nil {
 			return fmt.Errorf("engine: state cleanup: %w", err)
 		}
-		e.c.dropped.Add(1)
+		e.m.dropped.Inc()
 		e.log.Info("deleted the local state of a task not owned for the cleanup delay", "store", st.Store, "task", st.Task.String(), "last_owned", at, "delay", e.cfg.CleanupDelay)
 	}
 	return nil

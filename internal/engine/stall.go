@@ -167,7 +167,7 @@ func (e *Engine) stallTimeout() time.Duration {
 // commit for longer than the stall timeout (a hung commit, a loop of aborts
 // and rewinds), or a restore that has not moved for as long.
 func (e *Engine) Health() error {
-	stalls, aborts := e.progress.stalls(e.stallTimeout(), e.c.restored.Load())
+	stalls, aborts := e.progress.stalls(e.stallTimeout(), total(e.m.restored))
 	if len(stalls) == 0 {
 		return nil
 	}
@@ -200,7 +200,7 @@ func (e *Engine) watch(ctx context.Context, tick <-chan time.Time) {
 		case <-tick:
 		}
 		now := e.progress.now()
-		stalls, aborts := e.progress.stalls(bound, e.c.restored.Load())
+		stalls, aborts := e.progress.stalls(bound, total(e.m.restored))
 		e.m.stalled.Set(float64(len(stalls)))
 		e.m.oldestPending.Set(e.progress.oldestPending().Seconds())
 		next := map[string]time.Time{} // stalled partition → last reported
@@ -220,7 +220,7 @@ func (e *Engine) watch(ctx context.Context, tick <-chan time.Time) {
 		reported = next
 		if on, since := e.progress.restoreState(); on && now.Sub(lastRestoreLog) >= restoreLogInterval {
 			lastRestoreLog = now
-			e.log.Named("restore").Info("restore in progress", "restored_records", e.c.restored.Load(), "since_last_record", now.Sub(since).Round(time.Millisecond))
+			e.log.Named("restore").Info("restore in progress", "restored_records", total(e.m.restored), "since_last_record", now.Sub(since).Round(time.Millisecond))
 		}
 	}
 }

@@ -60,14 +60,18 @@ func TestProgressStalls(t *testing.T) {
 // Health names the stalled partition, how long and the aborts.
 func TestHealthNamesTheStall(t *testing.T) {
 	now := time.Unix(1000, 0)
-	e := &Engine{cfg: Config{StallTimeout: time.Minute}, progress: newProgress(func() time.Time { return now })}
+	m, err := newMetrics(nil, "app", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{cfg: Config{StallTimeout: time.Minute}, m: m, progress: newProgress(func() time.Time { return now })}
 	if err := e.Health(); err != nil {
 		t.Fatalf("Health with nothing pending: %v", err)
 	}
 	e.progress.received("in", 3)
 	e.progress.aborted()
 	now = now.Add(90 * time.Second)
-	err := e.Health()
+	err = e.Health()
 	if err == nil {
 		t.Fatal("Health: nil after 90s of pending input")
 	}

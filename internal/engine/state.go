@@ -98,8 +98,6 @@ func (d *driver) produceChanges() {
 		d.p.Send(&kafka.Message{Topic: s.topic, Partition: c.Task.Partition, Key: c.Key, Value: value, Track: true, Timestamp: time.Now()})
 	}
 	d.changesSent = len(changes)
-	d.e.c.changelog.Add(int64(sent))
-	d.e.c.collapsed.Add(int64(collapsed))
 	d.e.m.stateChanges.WithLabelValues("sent").Add(float64(sent))
 	d.e.m.stateChanges.WithLabelValues("collapsed").Add(float64(collapsed))
 }

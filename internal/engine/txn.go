@@ -87,7 +87,6 @@ func (d *driver) commit() {
 		}
 	}
 	e.repeats.committed(d.offsets)
-	e.c.committed.Add(1)
 	e.progress.committed(d.offsets)
 	e.purge.committed(d.offsets)
 	e.m.transactions.WithLabelValues("committed").Inc()
@@ -177,18 +176,15 @@ func newTally() tally {
 
 func (t tally) count(e *Engine) {
 	for task, n := range t.in {
-		e.c.in.Add(int64(n))
 		e.m.recordsIn.WithLabelValues(task).Add(float64(n))
 	}
 	for topic, n := range t.out {
 		if topic == e.rejected {
 			continue
 		}
-		e.c.out.Add(int64(n))
 		e.m.recordsOut.WithLabelValues(topic).Add(float64(n))
 	}
 	for reason, n := range t.rejected {
-		e.c.rejected.Add(int64(n))
 		e.m.rejected.WithLabelValues(reason).Add(float64(n))
 	}
 	t.clear()
@@ -213,7 +209,6 @@ func (d *driver) fail(step string, err error) {
 		state = d.p.State()
 	}
 	if timedOut {
-		e.c.timeouts.Add(1)
 		e.m.commitTimeouts.Inc()
 		e.log.Warn("transaction step timed out; dropping the producer and rewinding", "step", step, "deadline", e.cfg.Timeouts.Commit, "error", err)
 	} else {
@@ -250,7 +245,6 @@ func (d *driver) fail(step string, err error) {
 	} else {
 		d.p.Reset()
 	}
-	e.c.aborted.Add(1)
 	e.m.transactions.WithLabelValues("aborted").Inc()
 	stop := e.repeats.failed(d.starts, step, err)
 	d.reset()
@@ -267,6 +261,5 @@ func (d *driver) fail(step string, err error) {
 func (d *driver) dropProducer() {
 	d.e.closeProducer(d.p)
 	d.p = nil
-	d.e.c.recreated.Add(1)
 	d.e.m.recreations.Inc()
 }
