@@ -24,7 +24,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -257,6 +259,12 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	for _, r := range reps {
 		r.stop()
+		// A replica that stops hands its tasks to the ones still running,
+		// which may restore them: the count each printed as it stopped is
+		// the final one.
+		if n, ok := r.stoppedRestores(); ok {
+			res.RestoredBy[r.name] = n
+		}
 	}
 	for _, n := range res.RestoredBy {
 		res.RestoredRecords += n
@@ -581,6 +589,24 @@ func (r *replica) kill() {
 }
 
 // stop asks for a graceful shutdown (SIGTERM) and kills after a grace.
+// stoppedLine is the line a replica prints to its log as it stops.
+var stoppedLine = regexp.MustCompile(`stopped: .*, ([0-9]+) restored`)
+
+// stoppedRestores reads the restore count from the line the replica
+// printed as it stopped; false when it printed none (it was killed).
+func (r *replica) stoppedRestores() (int, bool) {
+	b, err := os.ReadFile(r.logPath)
+	if err != nil {
+		return 0, false
+	}
+	m := stoppedLine.FindAllSubmatch(b, -1)
+	if len(m) == 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(m[len(m)-1][1]))
+	return n, err == nil
+}
+
 func (r *replica) stop() {
 	if r == nil || r.exited() {
 		return
