@@ -2,8 +2,9 @@ package topology_test
 
 import (
 	"fmt"
-	"github.com/onceflow/onceflow/internal/compile"
 	"testing"
+
+	"github.com/onceflow/onceflow/internal/compile"
 
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"

@@ -4,11 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/onceflow/onceflow/internal/compile"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/compile"
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/serde"

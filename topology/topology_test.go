@@ -1,10 +1,11 @@
 package topology_test
 
 import (
-	"github.com/onceflow/onceflow/internal/compile"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/compile"
 
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
