@@ -1,7 +1,7 @@
 # onceflow build and test entry points. `make test` is what CI and newcomers run.
 GO ?= go
 
-.PHONY: test lint build kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka compose-check
+.PHONY: test test-pg lint build kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka compose-check
 
 # Everything under the race detector, then the tests that drive sarama's
 # producer through failed produce requests, where sarama itself has a data
@@ -28,6 +28,11 @@ lint:
 
 build:
 	$(GO) build -o bin/onceflow ./cmd/onceflow
+
+# The database sink's tests against a real PostgreSQL (ONCEFLOW_PG_DSN, or
+# the server scripts/install-postgres.sh starts; see scripts/test-pg.sh).
+test-pg:
+	@scripts/test-pg.sh
 
 # A single-node KRaft Apache Kafka from Maven Central (see scripts/kafka.sh).
 kafka-up:

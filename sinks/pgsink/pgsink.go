@@ -1,0 +1,201 @@
+package pgsink
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/onceflow/onceflow/sinks"
+)
+
+// DefaultTable is the keys table's default name.
+const DefaultTable = "onceflow_sink_keys"
+
+// ErrConflict: the idempotency key was applied before with another
+// payload (the sink-side twin of a dedup conflict). Not retryable.
+var ErrConflict = errors.New("pgsink: idempotency key applied before with another payload")
+
+// Effect applies a delivery inside tx. It runs at most once per
+// idempotency key that commits. Returning an error rolls the whole
+// transaction back (key included); a sinks.Error in the chain keeps its
+// class, other errors are classified as Deliver says.
+type Effect func(ctx context.Context, tx pgx.Tx, d sinks.Delivery) error
+
+// DB begins transactions: a *pgxpool.Pool (safe for concurrent
+// deliveries) or a *pgx.Conn (one delivery at a time).
+type DB interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// Config configures a PostgreSQL sink.
+type Config struct {
+	// DB is where the keys and the effect live. Required.
+	DB DB
+	// Effect is the write to make once per delivery. Required.
+	Effect Effect
+	// Table is the keys table, optionally schema-qualified
+	// ("schema.table"). Default DefaultTable.
+	Table string
+}
+
+// Validate reports every problem of the configuration at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DB == nil {
+		errs = append(errs, errors.New("pgsink: DB is required"))
+	}
+	if c.Effect == nil {
+		errs = append(errs, errors.New("pgsink: Effect is required"))
+	}
+	if c.Table != "" {
+		for _, part := range strings.Split(c.Table, ".") {
+			if part == "" {
+				errs = append(errs, fmt.Errorf("pgsink: table %q has an empty part", c.Table))
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Sink applies each delivery's effect once. Safe for concurrent use when
+// its DB is.
+type Sink struct {
+	cfg   Config
+	table string // quoted
+}
+
+// New returns a PostgreSQL sink. It does no I/O.
+func New(cfg Config) (*Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Table == "" {
+		cfg.Table = DefaultTable
+	}
+	return &Sink{cfg: cfg, table: pgx.Identifier(strings.Split(cfg.Table, ".")).Sanitize()}, nil
+}
+
+// Idempotent is true: a re-sent delivery finds its key and does nothing.
+func (s *Sink) Idempotent() bool { return true }
+
+// CreateTable creates the keys table if it does not exist.
+func (s *Sink) CreateTable(ctx context.Context) error {
+	tx, err := s.cfg.DB.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return fmt.Errorf("pgsink: create table: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	_, err = tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.table+` (
+	sink text NOT NULL,
+	key text NOT NULL,
+	payload_hash bytea NOT NULL,
+	applied_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (sink, key)
+)`)
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("pgsink: create table %s: %w", s.table, err)
+	}
+	return nil
+}
+
+// Deliver records d's key and applies the effect in one transaction, or
+// does nothing when the key committed before with the same payload. See
+// the package doc for how errors are classified.
+func (s *Sink) Deliver(ctx context.Context, d sinks.Delivery) error {
+	hash := sha256.Sum256(d.Payload)
+	tx, err := s.cfg.DB.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return beforeCommit("begin", err)
+	}
+	// A no-op after Commit; after a failure it ends the transaction even
+	// when ctx has expired.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	tag, err := tx.Exec(ctx, `INSERT INTO `+s.table+` (sink, key, payload_hash) VALUES ($1, $2, $3) ON CONFLICT (sink, key) DO NOTHING`,
+		d.Sink, d.IdempotencyKey, hash[:])
+	if err != nil {
+		return beforeCommit("insert key", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.applied(ctx, tx, d, hash)
+	}
+	if err := s.cfg.Effect(ctx, tx, d); err != nil {
+		if _, ok := errors.AsType[*sinks.Error](err); ok {
+			return fmt.Errorf("pgsink: effect: %w", err)
+		}
+		return beforeCommit("effect", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return commitFailed(err)
+	}
+	return nil
+}
+
+// applied checks that the key, already committed, was committed with the
+// same payload: nil if so, ErrConflict if not.
+func (s *Sink) applied(ctx context.Context, tx pgx.Tx, d sinks.Delivery, hash [sha256.Size]byte) error {
+	var stored []byte
+	err := tx.QueryRow(ctx, `SELECT payload_hash FROM `+s.table+` WHERE sink = $1 AND key = $2`, d.Sink, d.IdempotencyKey).Scan(&stored)
+	if err != nil {
+		return beforeCommit("read key", err)
+	}
+	if !bytes.Equal(stored, hash[:]) {
+		return sinks.PermanentError(fmt.Errorf("%w (sink %q, key %q)", ErrConflict, d.Sink, d.IdempotencyKey))
+	}
+	return nil
+}
+
+// beforeCommit classifies a failure before COMMIT: the transaction did
+// not commit (PostgreSQL rolls back a transaction whose connection is
+// lost), so nothing was applied.
+func beforeCommit(step string, err error) error {
+	err = fmt.Errorf("pgsink: %s: %w", step, err)
+	if permanentSQLState(err) {
+		return sinks.PermanentError(err)
+	}
+	return sinks.TransientError(err, 0)
+}
+
+// commitFailed classifies a failed COMMIT. An ERROR answer (a
+// serialization failure, a deferred constraint) or pgx's "rolled back"
+// means it did not commit. Anything else leaves the outcome unknown: a
+// lost connection or an expired context, and a FATAL answer too (a
+// session terminated during COMMIT may have committed locally first,
+// as PostgreSQL warns when it cancels a synchronous-replication wait).
+func commitFailed(err error) error {
+	pgErr, ok := errors.AsType[*pgconn.PgError](err)
+	if ok && pgErr.Severity == "ERROR" || errors.Is(err, pgx.ErrTxCommitRollback) {
+		return beforeCommit("commit", err)
+	}
+	return sinks.UnknownError(fmt.Errorf("pgsink: commit: %w", err))
+}
+
+// permanentSQLState reports whether err carries a PostgreSQL error that
+// the same statement would meet again: data exceptions (22), integrity
+// constraint violations (23), invalid transaction state from the effect
+// (25), authorisation (28), syntax errors and undefined objects or
+// permissions (42). Connection (08), transaction rollback (40, e.g.
+// serialization failures and deadlocks), resource (53), operator
+// intervention (57) and system (58) errors are transient, as is anything
+// unknown.
+func permanentSQLState(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "22", "23", "25", "28", "42":
+		return true
+	}
+	return false
+}
