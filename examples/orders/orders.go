@@ -6,6 +6,9 @@
 // key = customer id, value = the customer's new total (int64, 8 bytes
 // big-endian) after every accepted event. The total is the sum over the
 // customer's orders of each order's latest accepted amount.
+//
+// TopologyWithSinks adds external sinks: a webhook notified once per
+// accepted order, and a PostgreSQL table with one row per accepted order.
 package orders
 
 import (
@@ -29,6 +32,13 @@ const Retention = 7 * 24 * time.Hour
 
 // Topology builds the orders topology from input to output.
 func Topology(input, output string) *topology.Topology {
+	t, _ := build(input, output)
+	return t
+}
+
+// build builds the topology and returns it with the stream of accepted
+// events (past the dedup and version gates).
+func build(input, output string) (*topology.Topology, topology.Stream[string, Event]) {
 	t := topology.New("orders")
 	in := topology.Source(t, input, serde.String(), serde.JSON[Event]())
 	fresh := topology.Dedup(in, "event-ids", topology.EventIDHeader("event-id"), Retention)
@@ -55,5 +65,5 @@ func Topology(input, output string) *topology.Topology {
 		return ctx.Forward(topology.Record[string, int64]{Key: e.Customer, Value: total, Headers: r.Headers, Timestamp: r.Timestamp})
 	}, amounts, totals)
 	topology.To(out, output, serde.String(), serde.Int64())
-	return t
+	return t, current
 }
