@@ -15,7 +15,10 @@ import (
 	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"
+	"golang.org/x/sync/errgroup"
 )
 
 // Guarantee is the delivery guarantee of a replica.
@@ -96,6 +99,16 @@ type Config struct {
 	SASLMechanism string
 	SASLUser      string
 	SASLPassword  string
+	// Sinks configures the sink runner, which delivers the requests of
+	// the topology's external sinks (topology.ToSink): timeouts, retries,
+	// backoff and parallelism, each field with its default (see
+	// sinks.RunnerConfig). The runner runs in every replica, in a
+	// consumer group of its own ("<application id>-sinks"), when the
+	// topology has sinks.
+	Sinks sinks.RunnerConfig
+	// OnlySinks runs the sink runner alone, without processing: a replica
+	// that only delivers. Default false.
+	OnlySinks bool
 	// Logger: default a null logger.
 	Logger hclog.Logger
 	// Registerer receives the metrics. Default: no metrics.
@@ -107,6 +120,9 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // Validate returns every problem at once.
 func (c Config) Validate() error {
 	var errs []error
+	if err := c.Sinks.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.client().Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -181,6 +197,7 @@ type Processor struct {
 	cfg Config
 	g   *graph.Graph
 	e   *engine.Engine
+	run *sinkrunner.Runner
 }
 
 // New checks the configuration and the topology and returns every problem
@@ -225,7 +242,20 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("processor: %w", err)
 	}
-	return &Processor{log: log, cfg: cfg, g: g, e: e}, nil
+	run, err := sinkrunner.New(sinkrunner.Config{
+		Client:     cfg.client(),
+		Timeouts:   cfg.timeouts(),
+		AppID:      cfg.ApplicationID,
+		InstanceID: cfg.InstanceID,
+		StateDir:   cfg.StateDir,
+		Sinks:      cfg.Sinks,
+		Logger:     log.Named("processor").With("instance", cfg.InstanceID),
+		Registerer: cfg.Registerer,
+	}, g.WithPrefix(cfg.ApplicationID))
+	if err != nil {
+		return nil, fmt.Errorf("processor: %w", err)
+	}
+	return &Processor{log: log, cfg: cfg, g: g, e: e, run: run}, nil
 }
 
 // Run processes until ctx ends, then commits or aborts the open
@@ -239,8 +269,17 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 // clients; 19 s with the default timeouts, even when the transaction
 // coordinator does not answer. Past the bound it returns an error and
 // leaves the clients to close in the background.
+//
+// The sink runner runs beside the engine (alone with Config.OnlySinks);
+// the first of the two to fail stops the other.
 func (p *Processor) Run(ctx context.Context) error {
-	return publicError(p.e.Run(ctx))
+	if p.cfg.OnlySinks {
+		return publicError(p.run.Run(ctx))
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return p.e.Run(gctx) })
+	g.Go(func() error { return p.run.Run(gctx) })
+	return publicError(g.Wait())
 }
 
 // StopBound is how long Run may take to return once its context ends.

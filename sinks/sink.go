@@ -9,6 +9,39 @@
 // ledger, and parking what it cannot decide (a permanent failure, an
 // exhausted retry budget, an outcome it cannot know) in a visible
 // dead-letter topic or as unknown, never dropping it.
+//
+// # The runner
+//
+// The runner (RunnerConfig) runs in every replica (processor.Config.Sinks),
+// or alone (processor.Config.OnlySinks, onceflow run --only-sinks), in a
+// consumer group of its own, "<application id>-sinks", reading every outbox
+// read_committed. Deliveries of one record key go in outbox order; different
+// keys go in parallel up to RunnerConfig.Parallelism per outbox partition,
+// with at most RunnerConfig.MaxBuffered held per partition. Each outbox
+// partition has a delivery ledger (Pebble, backed by the compacted topic
+// "<application id>-sink-<name>-ledger-changelog"), keyed by idempotency
+// key: pending, succeeded, failed, dead-lettered or unknown, with attempts,
+// last error and timestamps. A success is in the ledger before the outbox
+// offset past it is committed, and offsets are committed only below the
+// lowest delivery not settled, so a delivery that succeeded is never sent
+// again, even when the outbox is replayed or a partition moves. Before each
+// attempt to a sink that is not Idempotent, the attempt is recorded: a
+// runner killed while it was out leaves it unknown, parked, not re-sent.
+// Dead letters go to "<application id>-sink-<name>-dlq" with the headers
+// HeaderIdempotencyKey, HeaderError, HeaderAttempts, HeaderClass,
+// HeaderSource and HeaderOutbox.
+//
+// # Metrics
+//
+// With a prometheus.Registerer (processor.Config.Registerer), labelled app
+// and instance, every series of every sink starting at zero:
+//
+//	onceflow_sink_deliveries_total{sink,outcome}  deliveries settled: succeeded, dead-lettered, unknown, skipped (settled before)
+//	onceflow_sink_retries_total{sink}             attempts that failed and were retried
+//	onceflow_sink_backlog{sink}                   deliveries read from the outbox, not settled yet
+//	onceflow_sink_dead_letters_total{sink}        deliveries written to the dead-letter topic
+//	onceflow_sink_unknown{sink}                   deliveries parked as unknown in the ledgers this runner holds
+//	onceflow_sink_delivery_seconds{sink}          time of one attempt (histogram)
 package sinks
 
 import (

@@ -43,6 +43,7 @@ type ReplicaFlags struct {
 	StateDir       string        `name:"state-dir" type:"path" help:"Directory for local state."`
 	MetricsAddr    string        `name:"metrics-addr" help:"Serve /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:9100)."`
 	CommitInterval time.Duration `name:"commit-interval" default:"100ms" help:"How often a transaction commits."`
+	OnlySinks      bool          `name:"only-sinks" help:"Run only the sink runner (deliver the external sinks' outboxes), no processing."`
 }
 
 // RunCopyCmd is `onceflow run copy`.
@@ -71,6 +72,7 @@ func runReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
 		Guarantee:      processor.Guarantee(f.Guarantee),
 		CommitInterval: f.CommitInterval,
 		StateDir:       f.StateDir,
+		OnlySinks:      f.OnlySinks,
 		TLS:            tlsCfg,
 		SASLMechanism:  f.SASLMechanism,
 		SASLUser:       f.SASLUser,

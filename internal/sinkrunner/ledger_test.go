@@ -1,0 +1,98 @@
+package sinkrunner
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/sinks"
+)
+
+// TestLedgerStateMachine drives the ledger's transitions from
+// testdata/ledger.txt.
+func TestLedgerStateMachine(t *testing.T) {
+	f, err := os.Open("testdata/ledger.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	at := time.Unix(1_700_000_000, 0).UTC()
+	var e Entry
+	idempotent := false
+	lines := 0
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if mode, ok := strings.CutPrefix(line, "sink "); ok {
+			e, idempotent = Entry{}, mode == "idempotent"
+			continue
+		}
+		event, want, ok := strings.Cut(line, "->")
+		if !ok {
+			t.Fatalf("line %d: no ->: %q", n, line)
+		}
+		at = at.Add(time.Second)
+		got, next := step(e, strings.Fields(event), idempotent, at)
+		if got != strings.Join(strings.Fields(want), " ") {
+			t.Errorf("line %d: %s: got %q, want %q", n, strings.TrimSpace(event), got, strings.TrimSpace(want))
+		}
+		e = next
+		lines++
+	}
+	if lines < 40 {
+		t.Fatalf("only %d transitions read", lines)
+	}
+}
+
+// step applies one event and describes the outcome.
+func step(e Entry, ev []string, idempotent bool, at time.Time) (string, Entry) {
+	var next Entry
+	var act *Action
+	var err error
+	switch ev[0] {
+	case "resume":
+		var a Action
+		next, a = e.Resume(idempotent, at)
+		act = &a
+	case "start":
+		next, err = e.Start("in/0/0", at)
+	case "succeed":
+		next, err = e.Succeed(at)
+	case "fail":
+		class := map[string]sinks.Class{"transient": sinks.Transient, "permanent": sinks.Permanent, "unknown": sinks.Unknown}[ev[1]]
+		var a Action
+		next, a, err = e.Fail(class, "boom", idempotent, len(ev) > 2 && ev[2] == "exhausted", at)
+		act = &a
+	case "dead-lettered":
+		next, err = e.DeadLettered(at)
+	case "resolve":
+		next, err = e.Resolve(State(ev[1]), at)
+	default:
+		return "unknown event " + ev[0], e
+	}
+	if err != nil {
+		return "error", e
+	}
+	state := next.State
+	if state == "" {
+		state = "new"
+	}
+	s := fmt.Sprintf("%s attempts=%d", state, next.Attempts)
+	if act != nil {
+		s = act.String() + " " + s
+	}
+	if next.InFlight {
+		s += " in-flight"
+	}
+	// An entry decodes to what was encoded.
+	if back, err := DecodeEntry(EncodeEntry(next)); err != nil || back != next {
+		return fmt.Sprintf("round trip: %v %+v", err, back), e
+	}
+	return s, next
+}

@@ -1,0 +1,245 @@
+// Package sinkrunner delivers the requests of a topology's outbox topics
+// to their sinks: a consumer group of its own ("<app id>-sinks") reads
+// the outboxes read_committed, a ledger per outbox partition records each
+// delivery's state (see Entry), failed attempts are retried with backoff,
+// permanent failures and spent budgets go to the dead-letter topic, and
+// unknown outcomes to sinks that are not idempotent are parked. Outbox
+// offsets are committed only below the lowest delivery not settled.
+package sinkrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/sinks"
+	"github.com/onceflow/onceflow/statestore"
+)
+
+// flushTimeout bounds one ledger write (changelog and dead-letter records
+// acknowledged).
+const flushTimeout = 30 * time.Second
+
+// Config configures a runner.
+type Config struct {
+	Client     kafka.Client
+	Timeouts   kafka.Timeouts
+	AppID      string
+	InstanceID string
+	// StateDir holds the ledgers' Pebble database ("": in memory,
+	// restored from the changelogs at every start).
+	StateDir   string
+	Sinks      sinks.RunnerConfig
+	Logger     hclog.Logger
+	Registerer prometheus.Registerer
+	// Now is the clock of ledger timestamps and retry budgets. Nil:
+	// time.Now.
+	Now func() time.Time
+	// Sleep waits d or until ctx ends. Nil: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand is the jitter source. Nil: seeded from the clock.
+	Rand *rand.Rand
+}
+
+// sink is one outbox and what it delivers to.
+type sink struct {
+	name       string
+	outbox     string
+	dlq        string
+	ledger     string
+	deliverer  sinks.Sink
+	idempotent bool
+}
+
+// Runner delivers the outboxes of one application.
+type Runner struct {
+	cfg    Config
+	log    hclog.Logger
+	m      *metrics
+	sinks  map[string]*sink // by outbox topic
+	topics []string
+	rndMu  sync.Mutex
+	rnd    *rand.Rand
+
+	crashed atomic.Bool
+	ledgers *ledgers
+	p       *kafka.Producer
+}
+
+// New prepares a runner for the outboxes of g (a graph already named
+// after the application, WithPrefix); it does no I/O.
+func New(cfg Config, g *graph.Graph) (*Runner, error) {
+	cfg.Sinks = cfg.Sinks.WithDefaults()
+	if err := cfg.Sinks.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	if cfg.Rand == nil {
+		seed := uint64(time.Now().UnixNano())
+		cfg.Rand = rand.New(rand.NewPCG(seed, seed>>1))
+	}
+	r := &Runner{cfg: cfg, log: cfg.Logger.Named("sinks"), sinks: map[string]*sink{}, rnd: cfg.Rand}
+	var names []string
+	for _, n := range g.Outboxes() {
+		d, ok := n.Outbox.Deliverer.(sinks.Sink)
+		if !ok || d == nil {
+			return nil, fmt.Errorf("sinkrunner: sink %q has no Sink", n.Outbox.Sink)
+		}
+		s := &sink{name: n.Outbox.Sink, outbox: n.Topic, dlq: graph.DLQTopic(n.Topic), ledger: graph.LedgerTopic(n.Topic), deliverer: d}
+		if i, ok := d.(sinks.Idempotent); ok {
+			s.idempotent = i.Idempotent()
+		}
+		r.sinks[n.Topic] = s
+		r.topics = append(r.topics, n.Topic)
+		names = append(names, s.name)
+	}
+	m, err := newMetrics(cfg.Registerer, cfg.AppID, cfg.InstanceID, names)
+	if err != nil {
+		return nil, fmt.Errorf("sinkrunner: register metrics: %w", err)
+	}
+	r.m = m
+	return r, nil
+}
+
+// Topics lists the outbox topics the runner reads.
+func (r *Runner) Topics() []string { return r.topics }
+
+// Crash makes the runner stop as if killed: no ledger write and no offset
+// commit after it. For tests.
+func (r *Runner) Crash() { r.crashed.Store(true) }
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Run delivers until ctx ends. With no outbox it returns at once.
+func (r *Runner) Run(ctx context.Context) error {
+	if len(r.topics) == 0 {
+		return nil
+	}
+	admin, err := kafka.Connect(ctx, r.cfg.Client)
+	if err != nil {
+		return fmt.Errorf("sinkrunner: %w", err)
+	}
+	err = r.prepare(admin)
+	admin.Close()
+	if err != nil {
+		return err
+	}
+	dir := ""
+	if r.cfg.StateDir != "" {
+		dir = filepath.Join(r.cfg.StateDir, "sinks")
+	}
+	db, err := statestore.Open(dir, statestore.Options{Logger: r.log})
+	if err != nil {
+		return fmt.Errorf("sinkrunner: ledger: %w", err)
+	}
+	defer db.Close()
+	p, err := kafka.NewProducer(r.cfg.Client, r.cfg.Timeouts, "", true, 0)
+	if err != nil {
+		return fmt.Errorf("sinkrunner: %w", err)
+	}
+	defer p.Close()
+	r.p = p
+	r.ledgers = newLedgers(db, p, kafka.NewChangelogReader(r.cfg.Client, r.cfg.Timeouts.WithDefaults().Transaction))
+	defer r.ledgers.close()
+	group, err := kafka.NewGroup(r.cfg.Client, r.cfg.Timeouts, r.cfg.AppID+"-sinks", r.cfg.InstanceID, 0)
+	if err != nil {
+		return fmt.Errorf("sinkrunner: %w", err)
+	}
+	defer group.Close()
+	go func() {
+		for err := range group.Errors() {
+			r.log.Warn("group error", "error", err)
+		}
+	}()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil && !r.crashed.Load() {
+		sctx, end := context.WithCancel(ctx)
+		err := group.Consume(sctx, r.topics, &session{r: r, end: end})
+		end()
+		if errors.Is(err, kafka.ErrFencedInstance) {
+			return fmt.Errorf("sinkrunner: %w", err)
+		}
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("group session failed; joining again", "error", err, "backoff", backoff)
+			_ = r.cfg.Sleep(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+	}
+	if !r.crashed.Load() {
+		if err := group.Leave(); err != nil {
+			r.log.Warn("leave group", "error", err)
+		}
+	}
+	return nil
+}
+
+// prepare creates the dead-letter and ledger changelog topics, with the
+// partition count of their outboxes (the engine creates the outboxes; a
+// runner that starts first waits for them).
+func (r *Runner) prepare(admin *kafka.Admin) error {
+	for _, t := range r.topics {
+		s := r.sinks[t]
+		var n int32
+		for i := 0; ; i++ {
+			have, err := admin.Partitions(t)
+			if err != nil {
+				return fmt.Errorf("sinkrunner: %w", err)
+			}
+			if n = have[t]; n > 0 {
+				break
+			}
+			if i == 0 {
+				r.log.Info("waiting for the outbox topic", "topic", t)
+			}
+			time.Sleep(200 * time.Millisecond)
+			if i > 300 {
+				return fmt.Errorf("sinkrunner: outbox topic %q does not exist (%w)", t, kafka.ErrTopicMissing)
+			}
+		}
+		if _, err := admin.Ensure(map[string]int32{s.dlq: n}, nil); err != nil {
+			return fmt.Errorf("sinkrunner: dead-letter topic: %w", err)
+		}
+		compact := "compact"
+		if _, err := admin.Ensure(map[string]int32{s.ledger: n}, map[string]*string{"cleanup.policy": &compact}); err != nil {
+			return fmt.Errorf("sinkrunner: ledger changelog: %w", err)
+		}
+	}
+	return nil
+}
+
+// backoff draws the wait before the retry after the n-th failed attempt.
+func (r *Runner) backoff(n int, retryAfter time.Duration) time.Duration {
+	r.rndMu.Lock()
+	defer r.rndMu.Unlock()
+	c := r.cfg.Sinks
+	return sinks.Backoff(c.BackoffBase, c.BackoffCap, n, retryAfter, r.rnd)
+}

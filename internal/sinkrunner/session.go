@@ -1,0 +1,420 @@
+package sinkrunner
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/record"
+	"github.com/onceflow/onceflow/sinks"
+)
+
+// session is one generation of the runner's group membership: it restores
+// the ledgers of the partitions it got, delivers their records, commits
+// the offsets below which every delivery is settled, and waits for the
+// attempts out when it ends.
+type session struct {
+	r      *Runner
+	s      kafka.Session
+	ctx    context.Context
+	cancel context.CancelFunc
+	end    context.CancelFunc // ends the group session (the runner rejoins)
+	parts  map[string]map[int32]*partition
+	in     chan kafka.Batch
+	wg     sync.WaitGroup // dispatcher, committer, deliveries
+	mu     sync.Mutex
+	unk    map[string]int // unknown entries counted on the gauge, per sink
+}
+
+// Setup restores the ledger of every claimed partition and starts
+// delivering.
+func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
+	r := ss.r
+	ss.s = s
+	ss.ctx, ss.cancel = context.WithCancel(s.Context())
+	ss.parts = map[string]map[int32]*partition{}
+	ss.unk = map[string]int{}
+	gen := s.Metadata().GenerationID
+	for topic, ps := range s.Claims() {
+		sk := r.sinks[topic]
+		ss.parts[topic] = map[int32]*partition{}
+		for _, p := range ps {
+			n, err := r.ledgers.restore(ss.ctx, sk.ledger, p)
+			if err != nil {
+				return nil, err
+			}
+			ss.unk[sk.name] += n
+			r.m.unknown.WithLabelValues(sk.name).Add(float64(n))
+			ss.parts[topic][p] = newPartition(ss, sk, p, gen)
+		}
+	}
+	r.log.Info("delivering", "generation", gen, "claims", s.Claims())
+	ss.in = make(chan kafka.Batch, 16)
+	ss.wg.Go(ss.dispatch)
+	ss.wg.Go(ss.commitLoop)
+	return ss.in, nil
+}
+
+// Cleanup stops new attempts, waits for the attempts out (each bounded by
+// the attempt timeout), and commits what is settled.
+func (ss *session) Cleanup(kafka.Session) error {
+	ss.cancel()
+	ss.wg.Wait()
+	for _, ps := range ss.parts {
+		for _, p := range ps {
+			p.wait()
+		}
+	}
+	err := ss.commit()
+	for name, n := range ss.unk {
+		ss.r.m.unknown.WithLabelValues(name).Sub(float64(n))
+	}
+	for _, ps := range ss.parts {
+		for _, p := range ps {
+			ss.r.m.backlog.WithLabelValues(p.sink.name).Sub(float64(p.unsettled()))
+		}
+	}
+	return err
+}
+
+// dispatch hands each record to its partition, which blocks while the
+// partition holds MaxBuffered deliveries (backpressure).
+func (ss *session) dispatch() {
+	for {
+		select {
+		case <-ss.ctx.Done():
+			return
+		case b := <-ss.in:
+			p := ss.parts[b.Topic][b.Partition]
+			for i := range b.Records {
+				if !p.add(ss.ctx, &b.Records[i]) {
+					return
+				}
+			}
+		}
+	}
+}
+
+func (ss *session) commitLoop() {
+	for {
+		if err := ss.r.cfg.Sleep(ss.ctx, ss.r.cfg.Sinks.CommitInterval); err != nil {
+			return
+		}
+		if err := ss.commit(); err != nil {
+			ss.r.log.Warn("commit outbox offsets", "error", err)
+		}
+	}
+}
+
+// commit commits, per partition, the offset after the last record below
+// which every delivery is settled, when it moved.
+func (ss *session) commit() error {
+	if ss.r.crashed.Load() {
+		return nil
+	}
+	offsets := map[string]map[int32]int64{}
+	var marks []func()
+	for topic, ps := range ss.parts {
+		for part, p := range ps {
+			next, ok := p.toCommit()
+			if !ok {
+				continue
+			}
+			if offsets[topic] == nil {
+				offsets[topic] = map[int32]int64{}
+			}
+			offsets[topic][part] = next
+			marks = append(marks, func() { p.committedAt(next) })
+		}
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	if err := ss.r.p.CommitOffsets(ctx, offsets, ss.s.Metadata()); err != nil {
+		return fmt.Errorf("sinkrunner: %w", err)
+	}
+	for _, m := range marks {
+		m()
+	}
+	return nil
+}
+
+// partition delivers the records of one outbox partition: one key's in
+// order, different keys in parallel up to the parallelism.
+type partition struct {
+	ss    *session
+	sink  *sink
+	part  int32
+	fence sinks.Fence
+	slots chan struct{} // attempts out
+	room  chan struct{} // buffered deliveries
+	wg    sync.WaitGroup
+	mu    struct {
+		sync.Mutex
+		window    []*item            // by offset; settled items leave from the front
+		keys      map[string][]*item // deliveries waiting per record key, the first one running
+		next      int64              // offset after the last settled prefix
+		committed int64
+	}
+}
+
+// item is one delivery request.
+type item struct {
+	rec     *kafka.Record
+	key     string // record key
+	settled bool
+}
+
+func newPartition(ss *session, sk *sink, p int32, gen int32) *partition {
+	c := ss.r.cfg.Sinks
+	pt := &partition{ss: ss, sink: sk, part: p, fence: sinks.Fence{Generation: gen, Partition: p},
+		slots: make(chan struct{}, c.Parallelism), room: make(chan struct{}, c.MaxBuffered)}
+	pt.mu.keys = map[string][]*item{}
+	pt.mu.next, pt.mu.committed = -1, -1
+	return pt
+}
+
+// add buffers a record and starts its key's deliveries when idle. It
+// returns false when ctx ended while it waited for room.
+func (p *partition) add(ctx context.Context, rec *kafka.Record) bool {
+	select {
+	case p.room <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	it := &item{rec: rec, key: string(rec.Key)}
+	p.ss.r.m.backlog.WithLabelValues(p.sink.name).Inc()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.next < 0 {
+		p.mu.next = rec.Offset
+	}
+	p.mu.window = append(p.mu.window, it)
+	q := append(p.mu.keys[it.key], it)
+	p.mu.keys[it.key] = q
+	if len(q) == 1 {
+		p.wg.Go(func() { p.drain(ctx, it.key) })
+	}
+	return true
+}
+
+// drain delivers one key's records in order until none waits.
+func (p *partition) drain(ctx context.Context, key string) {
+	for {
+		p.mu.Lock()
+		q := p.mu.keys[key]
+		p.mu.Unlock()
+		it := q[0]
+		if !p.ss.r.deliver(ctx, p, it.rec) {
+			return // the session ended: the rest is delivered by the next owner
+		}
+		p.mu.Lock()
+		it.settled = true
+		q = p.mu.keys[key][1:]
+		if len(q) == 0 {
+			delete(p.mu.keys, key)
+		} else {
+			p.mu.keys[key] = q
+		}
+		p.advanceLocked()
+		p.mu.Unlock()
+		<-p.room
+		p.ss.r.m.backlog.WithLabelValues(p.sink.name).Dec()
+		if len(q) == 0 {
+			return
+		}
+	}
+}
+
+// advanceLocked drops the settled prefix of the window.
+func (p *partition) advanceLocked() {
+	i := 0
+	for i < len(p.mu.window) && p.mu.window[i].settled {
+		p.mu.next = p.mu.window[i].rec.Offset + 1
+		i++
+	}
+	clear(p.mu.window[:i])
+	p.mu.window = p.mu.window[i:]
+}
+
+// toCommit returns the offset to commit when it moved.
+func (p *partition) toCommit() (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.next, p.mu.next >= 0 && p.mu.next > p.mu.committed
+}
+
+func (p *partition) committedAt(next int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.committed = max(p.mu.committed, next)
+}
+
+func (p *partition) unsettled() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.mu.window)
+}
+
+func (p *partition) wait() { p.wg.Wait() }
+
+// header returns the last value of a header.
+func header(hs []record.Header, key string) string {
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].Key == key {
+			return string(hs[i].Value)
+		}
+	}
+	return ""
+}
+
+// deliver settles one outbox record: skipped when the ledger says it is
+// settled, otherwise attempted, retried, dead-lettered or parked as the
+// ledger's state machine says. It returns false when it stopped without
+// settling (the session ended, or the ledger could not be written).
+func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) bool {
+	sk := p.sink
+	key := header(rec.Headers, graph.HeaderIdempotencyKey)
+	if key == "" {
+		key = sk.name + ":" + rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10)
+	}
+	d := sinks.Delivery{Sink: sk.name, IdempotencyKey: key, Payload: rec.Value, Source: header(rec.Headers, kafka.SourceHeader),
+		Fence: p.fence, Requested: rec.Timestamp}
+	e, err := r.ledgers.get(sk.ledger, p.part, key)
+	if err != nil {
+		r.log.Error("read ledger", "sink", sk.name, "key", key, "error", err)
+		return false
+	}
+	e, act := e.Resume(sk.idempotent, r.cfg.Now())
+	var first time.Time
+	for {
+		if r.crashed.Load() {
+			return false
+		}
+		switch act {
+		case Skip:
+			r.m.deliveries.WithLabelValues(sk.name, OutcomeSkipped).Inc()
+			return true
+		case Park:
+			if !r.record(ctx, p, key, e, nil) {
+				return false
+			}
+			r.m.deliveries.WithLabelValues(sk.name, OutcomeUnknown).Inc()
+			r.m.unknown.WithLabelValues(sk.name).Inc()
+			p.ss.unkAdd(sk.name)
+			r.log.Warn("delivery outcome unknown; parked", "sink", sk.name, "key", key, "attempts", e.Attempts, "error", e.LastError)
+			return true
+		case DeadLetter:
+			if !r.deadLetter(ctx, p, rec, key, e) {
+				return false
+			}
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		// Deliver or Retry: one attempt.
+		at := r.cfg.Now()
+		if first.IsZero() {
+			first = at
+		}
+		if e, err = e.Start(d.Source, at); err != nil {
+			r.log.Error("ledger", "error", err)
+			return false
+		}
+		if !sk.idempotent && !r.record(ctx, p, key, e, nil) {
+			return false // nothing went out
+		}
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+		d.Attempt = e.Attempts
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Sinks.AttemptTimeout)
+		start := time.Now()
+		derr := sk.deliverer.Deliver(actx, d)
+		cancel()
+		<-p.slots
+		r.m.latency.WithLabelValues(sk.name).Observe(time.Since(start).Seconds())
+		now := r.cfg.Now()
+		if derr == nil {
+			if e, err = e.Succeed(now); err != nil || !r.record(ctx, p, key, e, nil) {
+				return false
+			}
+			r.m.deliveries.WithLabelValues(sk.name, OutcomeSucceeded).Inc()
+			return true
+		}
+		class, retryAfter := sinks.Classify(derr)
+		wait := r.backoff(e.Attempts, retryAfter)
+		exhausted := e.Attempts >= r.cfg.Sinks.MaxAttempts || now.Add(wait).Sub(first) > r.cfg.Sinks.MaxElapsed
+		if e, act, err = e.Fail(class, derr.Error(), sk.idempotent, exhausted, now); err != nil {
+			return false
+		}
+		if act != Retry {
+			continue
+		}
+		r.m.retries.WithLabelValues(sk.name).Inc()
+		r.log.Debug("attempt failed; retrying", "sink", sk.name, "key", key, "attempt", e.Attempts, "class", class, "wait", wait, "error", derr)
+		if !sk.idempotent && !r.record(ctx, p, key, e, nil) {
+			return false
+		}
+		if r.cfg.Sleep(ctx, wait) != nil {
+			return false
+		}
+	}
+}
+
+// record writes a ledger entry; false when it could not (logged).
+func (r *Runner) record(ctx context.Context, p *partition, key string, e Entry, dlq *kafka.Message) bool {
+	if r.crashed.Load() {
+		return false
+	}
+	err := r.ledgers.put(context.WithoutCancel(ctx), &write{ledger: p.sink.ledger, partition: p.part, key: key, entry: e, dlq: dlq})
+	if err != nil {
+		r.log.Error("cannot write the delivery ledger; the delivery stays unsettled, joining again", "sink", p.sink.name, "key", key, "error", err)
+		p.ss.cancel()
+		p.ss.end()
+		return false
+	}
+	return true
+}
+
+// deadLetter writes the delivery to the dead-letter topic and marks it so
+// in the ledger, in one ledger write.
+func (r *Runner) deadLetter(ctx context.Context, p *partition, rec *kafka.Record, key string, e Entry) bool {
+	sk := p.sink
+	hs := []record.Header{
+		{Key: sinks.HeaderIdempotencyKey, Value: []byte(key)},
+		{Key: sinks.HeaderError, Value: []byte(e.LastError)},
+		{Key: sinks.HeaderAttempts, Value: []byte(strconv.Itoa(e.Attempts))},
+		{Key: sinks.HeaderClass, Value: []byte(e.Class)},
+		{Key: sinks.HeaderSource, Value: []byte(header(rec.Headers, kafka.SourceHeader))},
+		{Key: sinks.HeaderOutbox, Value: []byte(rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10))},
+	}
+	e, err := e.DeadLettered(r.cfg.Now())
+	if err != nil {
+		return false
+	}
+	if !r.record(ctx, p, key, e, dlqMessage(sk.dlq, rec, hs)) {
+		return false
+	}
+	r.m.deliveries.WithLabelValues(sk.name, OutcomeDeadLettered).Inc()
+	r.m.deadLetters.WithLabelValues(sk.name).Inc()
+	r.log.Warn("delivery dead-lettered", "sink", sk.name, "key", key, "attempts", e.Attempts, "class", e.Class, "error", e.LastError)
+	return true
+}
+
+// unkAdd counts a parked delivery of this session, so Cleanup takes it
+// off the gauge with the partition.
+func (ss *session) unkAdd(name string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.unk[name]++
+}

@@ -1,0 +1,200 @@
+package sinkrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/record"
+	"github.com/onceflow/onceflow/statestore"
+)
+
+// ledgers keeps the delivery ledgers of every outbox partition the runner
+// owns in Pebble, each backed by a compacted changelog topic. Writes go
+// through one goroutine that owns the producer: it sends the changelog
+// records (and dead-letter records) of every write waiting, waits for all
+// of them to be acknowledged, then applies them to Pebble with the
+// changelog offsets, and answers each write. So an entry in Pebble is
+// always in the changelog first, and a write that returned survives a
+// crash and a move of the partition.
+type ledgers struct {
+	db     *statestore.DB
+	p      *kafka.Producer
+	reader *kafka.ChangelogReader
+	writes chan *write
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error // set once a write failed: the writer is unusable
+}
+
+// write is one ledger entry to record, with an optional dead-letter
+// record to write with it.
+type write struct {
+	ledger    string // the ledger's changelog topic (and store name)
+	partition int32
+	key       string
+	entry     Entry
+	dlq       *kafka.Message
+	done      chan error
+}
+
+func task(p int32) statestore.Task { return statestore.Task{Partition: p} }
+
+func newLedgers(db *statestore.DB, p *kafka.Producer, reader *kafka.ChangelogReader) *ledgers {
+	l := &ledgers{db: db, p: p, reader: reader, writes: make(chan *write, 1024), stop: make(chan struct{}), done: make(chan struct{})}
+	go l.run()
+	return l
+}
+
+// get returns the entry of key in a ledger (zero when none).
+func (l *ledgers) get(store string, p int32, key string) (Entry, error) {
+	b, ok, err := l.db.Get(store, task(p), []byte(key))
+	if err != nil || !ok {
+		return Entry{}, err
+	}
+	return DecodeEntry(b)
+}
+
+// put records an entry (and its dead-letter record) durably.
+func (l *ledgers) put(ctx context.Context, w *write) error {
+	w.done = make(chan error, 1)
+	select {
+	case l.writes <- w:
+	case <-l.stop:
+		return errors.New("sinkrunner: ledger closed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close stops the writer once the writes queued are done.
+func (l *ledgers) close() {
+	close(l.stop)
+	<-l.done
+}
+
+func (l *ledgers) run() {
+	defer close(l.done)
+	for {
+		var batch []*write
+		select {
+		case w := <-l.writes:
+			batch = append(batch, w)
+		case <-l.stop:
+			return
+		}
+	fill:
+		for len(batch) < 512 {
+			select {
+			case w := <-l.writes:
+				batch = append(batch, w)
+			default:
+				break fill
+			}
+		}
+		err := l.apply(batch)
+		for _, w := range batch {
+			w.done <- err
+		}
+	}
+}
+
+// apply writes a batch: changelog and dead-letter records, acknowledged,
+// then Pebble.
+func (l *ledgers) apply(batch []*write) error {
+	l.mu.Lock()
+	failed := l.err
+	l.mu.Unlock()
+	if failed != nil {
+		return failed
+	}
+	l.p.ResetTracked()
+	for _, w := range batch {
+		if w.dlq != nil {
+			l.p.Send(w.dlq)
+		}
+		l.p.Send(&kafka.Message{Topic: w.ledger, Partition: w.partition, Key: []byte(w.key), Value: EncodeEntry(w.entry), Track: true})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	err := l.p.Flush(ctx)
+	var offsets map[string]map[int32]int64
+	if err == nil {
+		offsets, err = l.p.TrackedOffsets(ctx)
+	}
+	if err == nil {
+		txn := l.db.Begin()
+		defer txn.Discard()
+		applied := map[statestore.StoreTask]int64{}
+		for _, w := range batch {
+			if err = txn.Put(w.ledger, task(w.partition), []byte(w.key), EncodeEntry(w.entry)); err != nil {
+				break
+			}
+			applied[statestore.StoreTask{Store: w.ledger, Task: task(w.partition)}] = offsets[w.ledger][w.partition]
+		}
+		if err == nil {
+			err = txn.Apply(applied)
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("sinkrunner: ledger write: %w", err)
+		l.mu.Lock()
+		l.err = err
+		l.mu.Unlock()
+	}
+	return err
+}
+
+// restore brings the ledger of an outbox partition up to its changelog's
+// end, from the offset Pebble has recorded (from the start when the
+// changelog no longer holds it), and returns how many of its entries are
+// parked as unknown.
+func (l *ledgers) restore(ctx context.Context, store string, p int32) (unknown int, err error) {
+	from, ok, err := l.db.Offset(store, task(p))
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		from = 0
+	}
+	apply := func(batch []kafka.ChangelogRecord, next int64) error {
+		changes := make([]statestore.Change, len(batch))
+		for i, r := range batch {
+			changes[i] = statestore.Change{Key: r.Key, Value: r.Value, Tombstone: r.Value == nil}
+		}
+		return l.db.Restore(store, task(p), changes, next)
+	}
+	err = l.reader.Read(ctx, store, p, from, apply)
+	if errors.Is(err, kafka.ErrOffsetGone) {
+		if err = l.db.Wipe(store, task(p)); err == nil {
+			var start int64
+			if start, _, err = l.reader.Bounds(ctx, store, p); err == nil {
+				err = l.reader.Read(ctx, store, p, start, apply)
+			}
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sinkrunner: restore ledger %s/%d: %w", store, p, err)
+	}
+	err = l.db.Range(store, task(p), nil, nil, func(_, v []byte) bool {
+		if e, derr := DecodeEntry(v); derr == nil && e.State == Unknown {
+			unknown++
+		}
+		return true
+	})
+	return unknown, err
+}
+
+// dlqMessage is the dead-letter record of an outbox record.
+func dlqMessage(topic string, r *kafka.Record, headers []record.Header) *kafka.Message {
+	return &kafka.Message{Topic: topic, Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: headers, Timestamp: r.Timestamp}
+}
