@@ -1,0 +1,38 @@
+package sinktest_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/onceflow/onceflow/sinks"
+	"github.com/onceflow/onceflow/sinks/sinktest"
+)
+
+// idempotentFunc is a Go function sink that keeps idempotency keys.
+type idempotentFunc struct{ sinks.Func }
+
+func (idempotentFunc) Idempotent() bool { return true }
+
+func TestFuncSink(t *testing.T) {
+	sinktest.Run(t, func(t *testing.T) sinktest.Harness {
+		var mu sync.Mutex
+		applied := map[string]int{}
+		f := sinks.Func(func(ctx context.Context, d sinks.Delivery) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if applied[d.IdempotencyKey] == 0 {
+				applied[d.IdempotencyKey]++
+			}
+			return nil
+		})
+		return sinktest.Harness{Sink: idempotentFunc{f}, Applied: func(key string) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return applied[key], nil
+		}}
+	})
+}

@@ -1,0 +1,94 @@
+// Package sinktest is a conformance suite that every sinks.Sink passes,
+// the built-in ones and a user's own.
+package sinktest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/sinks"
+)
+
+// Harness is what the suite needs of a sink under test.
+type Harness struct {
+	// Sink is the sink, ready to deliver.
+	Sink sinks.Sink
+	// Applied returns how many times the effect of a delivery with the
+	// idempotency key was applied downstream.
+	Applied func(key string) (int, error)
+}
+
+// Run runs the suite. newHarness gives a fresh sink for each case.
+func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Run("DeliversOnce", func(t *testing.T) {
+		h := newHarness(t)
+		d := delivery("sinktest:once", 1)
+		if err := h.Sink.Deliver(context.Background(), d); err != nil {
+			t.Fatalf("deliver: %v", err)
+		}
+		expectApplied(t, h, d.IdempotencyKey, 1)
+	})
+	t.Run("IdempotentRedelivery", func(t *testing.T) {
+		h := newHarness(t)
+		idem, ok := h.Sink.(sinks.Idempotent)
+		if !ok || !idem.Idempotent() {
+			t.Skip("the sink does not claim to be idempotent")
+		}
+		d := delivery("sinktest:again", 1)
+		for i := 1; i <= 3; i++ {
+			d.Attempt = i
+			if err := h.Sink.Deliver(context.Background(), d); err != nil {
+				t.Fatalf("attempt %d: %v", i, err)
+			}
+		}
+		expectApplied(t, h, d.IdempotencyKey, 1)
+	})
+	t.Run("HonoursDeadline", func(t *testing.T) {
+		h := newHarness(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		done := make(chan error, 1)
+		go func() { done <- h.Sink.Deliver(ctx, delivery("sinktest:cancelled", 1)) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				if c, _ := sinks.Classify(err); c == sinks.Permanent && !errors.Is(err, context.Canceled) {
+					t.Errorf("a cancelled attempt is permanent: %v", err)
+				}
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Deliver ignored a cancelled context for 5 s")
+		}
+	})
+	t.Run("ClassifiesErrors", func(t *testing.T) {
+		h := newHarness(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+		defer cancel()
+		<-ctx.Done()
+		err := h.Sink.Deliver(ctx, delivery("sinktest:deadline", 1))
+		if err == nil {
+			return
+		}
+		if c, _ := sinks.Classify(err); c != sinks.Transient && c != sinks.Unknown {
+			t.Errorf("an attempt past its deadline is %s (%v): want transient or unknown", c, err)
+		}
+	})
+}
+
+func delivery(key string, attempt int) sinks.Delivery {
+	return sinks.Delivery{Sink: "sinktest", IdempotencyKey: key, Payload: []byte(`{"n":1}`), Source: "in/0/0",
+		Attempt: attempt, Fence: sinks.Fence{Generation: 1}, Requested: time.Now()}
+}
+
+func expectApplied(t *testing.T, h Harness, key string, want int) {
+	t.Helper()
+	got, err := h.Applied(key)
+	if err != nil {
+		t.Fatalf("applied: %v", err)
+	}
+	if got != want {
+		t.Errorf("%s applied %d times, want %d", key, got, want)
+	}
+}
