@@ -99,16 +99,26 @@ type runner struct {
 
 func startRunner(t *testing.T, env *enginetest.Env, app, instance string, tp *topology.Topology) *runner {
 	t.Helper()
+	return startRunnerWith(t, env, app, instance, tp, nil)
+}
+
+// startRunnerWith starts a runner whose config tune changes (nil: none).
+func startRunnerWith(t *testing.T, env *enginetest.Env, app, instance string, tp *topology.Topology, tune func(*sinkrunner.Config)) *runner {
+	t.Helper()
 	g, err := compile.Graph(tp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ecfg := env.Config(app, instance)
-	r, err := sinkrunner.New(sinkrunner.Config{
+	cfg := sinkrunner.Config{
 		Client: ecfg.Client, Timeouts: ecfg.Timeouts, AppID: app, InstanceID: instance,
 		Sinks:  sinks.RunnerConfig{BackoffBase: time.Millisecond, BackoffCap: 10 * time.Millisecond, CommitInterval: 50 * time.Millisecond, AttemptTimeout: 5 * time.Second},
 		Logger: hclog.New(&hclog.LoggerOptions{Name: instance, Level: hclog.Warn}),
-	}, g.WithPrefix(app))
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	r, err := sinkrunner.New(cfg, g.WithPrefix(app))
 	if err != nil {
 		t.Fatal(err)
 	}

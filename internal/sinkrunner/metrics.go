@@ -1,6 +1,8 @@
 package sinkrunner
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -19,6 +21,8 @@ type metrics struct {
 	deadLetters *prometheus.CounterVec
 	unknown     *prometheus.GaugeVec
 	latency     *prometheus.HistogramVec
+	purges      prometheus.Counter
+	purged      atomic.Int64 // purges, for Runner.Purges
 }
 
 // newMetrics registers the runner's metrics with reg (nil: none), every
@@ -40,6 +44,8 @@ func newMetrics(reg prometheus.Registerer, app, instance string, sinkNames []str
 			Help:    "Time of one attempt, by sink.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), ConstLabels: labels}, []string{"sink"}),
 	}
+	m.purges = countingCounter{prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_sink_outbox_purges_total",
+		Help: "Outbox purges: records below the committed offsets deleted (one per topic).", ConstLabels: labels}), &m.purged}
 	for _, s := range sinkNames {
 		for _, o := range []string{OutcomeSucceeded, OutcomeDeadLettered, OutcomeUnknown, OutcomeSkipped} {
 			m.deliveries.WithLabelValues(s, o)
@@ -53,10 +59,22 @@ func newMetrics(reg prometheus.Registerer, app, instance string, sinkNames []str
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.deliveries, m.retries, m.backlog, m.deadLetters, m.unknown, m.latency} {
+	for _, c := range []prometheus.Collector{m.deliveries, m.retries, m.backlog, m.deadLetters, m.unknown, m.latency, m.purges} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// countingCounter is a counter that also counts in n (read without a
+// registry).
+type countingCounter struct {
+	prometheus.Counter
+	n *atomic.Int64
+}
+
+func (c countingCounter) Inc() {
+	c.Counter.Inc()
+	c.n.Add(1)
 }

@@ -49,6 +49,10 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Rand is the jitter source. Nil: seeded from the clock.
 	Rand *rand.Rand
+	// PurgeInterval is how often, at most, the outbox records of one
+	// partition below the committed offset are deleted. Zero:
+	// DefaultPurgeInterval.
+	PurgeInterval time.Duration
 }
 
 // sink is one outbox and what it delivers to.
@@ -74,6 +78,7 @@ type Runner struct {
 	crashed atomic.Bool
 	ledgers *ledgers
 	p       *kafka.Producer
+	purge   *purger
 }
 
 // New prepares a runner for the outboxes of g (a graph already named
@@ -91,6 +96,9 @@ func New(cfg Config, g *graph.Graph) (*Runner, error) {
 	}
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
+	}
+	if cfg.PurgeInterval == 0 {
+		cfg.PurgeInterval = DefaultPurgeInterval
 	}
 	if cfg.Rand == nil {
 		seed := uint64(time.Now().UnixNano())
@@ -119,6 +127,10 @@ func New(cfg Config, g *graph.Graph) (*Runner, error) {
 	return r, nil
 }
 
+// Purges returns how many outbox purges (one DeleteRecords call per
+// topic) succeeded.
+func (r *Runner) Purges() int64 { return r.m.purged.Load() }
+
 // Topics lists the outbox topics the runner reads.
 func (r *Runner) Topics() []string { return r.topics }
 
@@ -146,11 +158,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sinkrunner: %w", err)
 	}
-	err = r.prepare(admin)
-	admin.Close()
-	if err != nil {
+	defer admin.Close()
+	if err := r.prepare(admin); err != nil {
 		return err
 	}
+	r.purge = newPurger(admin, r.cfg.PurgeInterval, r.cfg.Now, r.log, r.m.purges)
+	defer r.purge.wait()
 	dir := ""
 	if r.cfg.StateDir != "" {
 		dir = filepath.Join(r.cfg.StateDir, "sinks")

@@ -142,6 +142,7 @@ func (ss *session) commit() error {
 	for _, m := range marks {
 		m()
 	}
+	ss.r.purge.committed(offsets)
 	return nil
 }
 
