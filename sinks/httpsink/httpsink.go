@@ -68,8 +68,9 @@ type Config struct {
 	// are safe.
 	NotIdempotent bool
 	// Client sends the requests. Default: a client of its own that never
-	// follows redirects; each attempt is bounded by the Deliver context,
-	// not by a client timeout. A client given here is used as is, except
+	// follows redirects and keeps up to 1024 keep-alive connections to the
+	// endpoint; each attempt is bounded by the Deliver context, not by a
+	// client timeout. A client given here is used as is, except
 	// that redirects are never followed (a POST redirected would become a
 	// GET).
 	Client *http.Client
@@ -112,7 +113,7 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	client := &http.Client{}
+	client := &http.Client{Transport: newTransport()}
 	if cfg.Client != nil {
 		c := *cfg.Client
 		client = &c
@@ -208,6 +209,22 @@ func (s *Sink) request(ctx context.Context, d sinks.Delivery) (*http.Request, er
 		req.Header.Set(HeaderSignature, Sign(s.cfg.Secret, ts, d.Payload))
 	}
 	return req, nil
+}
+
+// maxIdleConns is how many keep-alive connections the default client keeps
+// to the endpoint: enough for every delivery the runner has in flight.
+// net/http's default keeps 2 per host, so that with more deliveries in
+// flight most requests would open a new connection (and leave one in
+// TIME_WAIT).
+const maxIdleConns = 1024
+
+// newTransport is net/http's default transport keeping maxIdleConns
+// connections to the endpoint.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = maxIdleConns
+	t.MaxIdleConnsPerHost = maxIdleConns
+	return t
 }
 
 // StatusError is an answer other than 2xx.

@@ -298,3 +298,41 @@ func TestLostAnswerOnReusedConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepsConnectionsForDeliveriesInFlight: five rounds of 32 deliveries
+// in flight at once reuse the connections of the first round (net/http's
+// default transport keeps 2 per host, and would open about 30 new ones a
+// round).
+func TestKeepsConnectionsForDeliveriesInFlight(t *testing.T) {
+	const inFlight, rounds = 32, 5
+	var arrived sync.WaitGroup
+	var newConns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		arrived.Done()
+		arrived.Wait() // all of the round in flight at once
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			newConns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	s, _ := New(Config{URL: srv.URL})
+	for range rounds {
+		arrived.Add(inFlight)
+		var wg sync.WaitGroup
+		for range inFlight {
+			wg.Go(func() {
+				if err := s.Deliver(context.Background(), delivery()); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if n := newConns.Load(); n > inFlight+inFlight/4 {
+		t.Errorf("%d rounds of %d deliveries in flight opened %d connections, want about %d", rounds, inFlight, n, inFlight)
+	}
+}
