@@ -141,6 +141,7 @@ type entry struct {
 	hash    [sha256.Size]byte
 	applied bool
 	busy    bool
+	effects int
 }
 
 // Receiver is an http.Handler. Safe for concurrent use.
@@ -200,11 +201,16 @@ func (r *Receiver) Stats() Stats {
 }
 
 // Applied reports whether the effect of key was applied.
-func (r *Receiver) Applied(key string) bool {
+func (r *Receiver) Applied(key string) bool { return r.Effects(key) > 0 }
+
+// Effects returns how many effects were applied for key: 0 or 1.
+func (r *Receiver) Effects(key string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.mu.keys[key]
-	return e != nil && e.applied
+	if e := r.mu.keys[key]; e != nil {
+		return e.effects
+	}
+	return 0
 }
 
 // ServeHTTP serves GET /stats and POSTed deliveries.
@@ -350,6 +356,7 @@ func (r *Receiver) apply(key string, hash [sha256.Size]byte, body []byte) (drop 
 	r.mu.Lock()
 	e := r.mu.keys[key]
 	e.busy, e.applied = false, true
+	e.effects++
 	r.mu.stats.Effects++
 	r.mu.payloads[hash]++
 	if r.mu.payloads[hash] > 1 {
