@@ -30,6 +30,8 @@ type CLI struct {
 	Lag     LagCmd     `cmd:"" help:"Show (or wait for) a group's committed progress through a topic."`
 	Bench   BenchCmd   `cmd:"" help:"Measure a workload in exactly-once and at-least-once mode (and the peers) on one broker."`
 
+	Sinks    SinksCmd    `cmd:"" help:"Inspect external sinks: ledger counts, deliveries parked as unknown."`
+	DLQ      DLQCmd      `cmd:"" name:"dlq" help:"Inspect a sink's dead letters."`
 	Receiver ReceiverCmd `cmd:"" help:"Run a webhook receiver that applies each idempotency key once and misbehaves on purpose (for demos and tests)."`
 
 	Run  RunCmd  `cmd:"" help:"Run one replica of a built-in topology until SIGINT or SIGTERM."`

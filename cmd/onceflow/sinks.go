@@ -1,0 +1,185 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/onceflow/onceflow/internal/sinkadmin"
+	"github.com/onceflow/onceflow/internal/sinkrunner"
+)
+
+// SinksCmd is `onceflow sinks`.
+type SinksCmd struct {
+	Status  SinksStatusCmd  `cmd:"" help:"Count each sink's deliveries by ledger state (pending, succeeded, failed, dead-lettered, unknown)."`
+	Unknown SinksUnknownCmd `cmd:"" help:"Deliveries parked as unknown (an attempt to a sink that is not idempotent got no answer)."`
+}
+
+// appFlags name the application whose sinks a command reads.
+type appFlags struct {
+	ToolFlags `embed:""`
+	AppID     string `name:"app-id" required:"" help:"The topology's application id."`
+	JSON      bool   `name:"json" help:"Print JSON (one object, or one per line for lists)."`
+}
+
+// SinksStatusCmd is `onceflow sinks status`.
+type SinksStatusCmd struct {
+	appFlags `embed:""`
+	Sink     []string `name:"sink" help:"Only these sinks (default: every sink with a ledger or dead-letter topic)."`
+}
+
+// Run prints the counts.
+func (c *SinksStatusCmd) Run(env *Env) error {
+	opts, err := c.clientOptions()
+	if err != nil {
+		return err
+	}
+	sts, err := sinkadmin.StatusOf(env.Ctx, c.BrokerList(), c.AppID, c.Sink, opts...)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return json.NewEncoder(env.Stdout).Encode(sts)
+	}
+	if len(sts) == 0 {
+		fmt.Fprintf(env.Stdout, "no sinks of %s have a ledger yet\n", c.AppID)
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "SINK\tDELIVERIES")
+	for _, s := range sinkrunner.States {
+		fmt.Fprintf(tw, "\t%s", strings.ToUpper(string(s)))
+	}
+	fmt.Fprintln(tw, "\tIN-FLIGHT")
+	for _, st := range sts {
+		fmt.Fprintf(tw, "%s\t%d", st.Sink, st.Deliveries)
+		for _, s := range sinkrunner.States {
+			fmt.Fprintf(tw, "\t%d", st.States[string(s)])
+		}
+		fmt.Fprintf(tw, "\t%d\n", st.InFlight)
+	}
+	return tw.Flush()
+}
+
+// SinksUnknownCmd is `onceflow sinks unknown`.
+type SinksUnknownCmd struct {
+	List SinksUnknownListCmd `cmd:"" help:"List a sink's deliveries parked as unknown."`
+}
+
+// SinksUnknownListCmd is `onceflow sinks unknown list`.
+type SinksUnknownListCmd struct {
+	appFlags `embed:""`
+	Sink     string `name:"sink" required:"" help:"The sink."`
+}
+
+// Run lists the parked deliveries.
+func (c *SinksUnknownListCmd) Run(env *Env) error {
+	opts, err := c.clientOptions()
+	if err != nil {
+		return err
+	}
+	ds, err := sinkadmin.Unknown(env.Ctx, c.BrokerList(), c.AppID, c.Sink, opts...)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return jsonLines(env.Stdout, ds)
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "IDEMPOTENCY KEY\tATTEMPTS\tSOURCE\tUPDATED\tLAST ERROR")
+	for _, d := range ds {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", d.Key, d.Attempts, d.Source, d.Updated.UTC().Format("2006-01-02T15:04:05Z"), d.LastError)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "%d unknown\n", len(ds))
+	return nil
+}
+
+// DLQCmd is `onceflow dlq`.
+type DLQCmd struct {
+	List DLQListCmd `cmd:"" help:"List a sink's dead letters."`
+	Show DLQShowCmd `cmd:"" help:"Show one dead letter, payload included."`
+}
+
+// DLQListCmd is `onceflow dlq list`.
+type DLQListCmd struct {
+	appFlags `embed:""`
+	Sink     string `name:"sink" required:"" help:"The sink."`
+}
+
+// Run lists the dead letters.
+func (c *DLQListCmd) Run(env *Env) error {
+	opts, err := c.clientOptions()
+	if err != nil {
+		return err
+	}
+	dls, err := sinkadmin.DeadLetters(env.Ctx, c.BrokerList(), c.AppID, c.Sink, opts...)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return jsonLines(env.Stdout, dls)
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION/OFFSET\tIDEMPOTENCY KEY\tCLASS\tATTEMPTS\tERROR")
+	for _, d := range dls {
+		fmt.Fprintf(tw, "%d/%d\t%s\t%s\t%d\t%s\n", d.Partition, d.Offset, d.Key, d.Class, d.Attempts, d.Error)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "%d dead letters\n", len(dls))
+	return nil
+}
+
+// DLQShowCmd is `onceflow dlq show`.
+type DLQShowCmd struct {
+	appFlags `embed:""`
+	Sink     string `name:"sink" required:"" help:"The sink."`
+	Key      string `name:"key" xor:"which" required:"" help:"The dead letter's idempotency key (its latest record)."`
+	At       string `name:"at" xor:"which" required:"" placeholder:"PARTITION/OFFSET" help:"The dead letter at this partition and offset."`
+}
+
+// Run prints one dead letter.
+func (c *DLQShowCmd) Run(env *Env) error {
+	opts, err := c.clientOptions()
+	if err != nil {
+		return err
+	}
+	dls, err := sinkadmin.DeadLetters(env.Ctx, c.BrokerList(), c.AppID, c.Sink, opts...)
+	if err != nil {
+		return err
+	}
+	var found *sinkadmin.DeadLetter
+	for i := range dls {
+		d := &dls[i]
+		if c.Key != "" && d.Key == c.Key || c.At != "" && fmt.Sprintf("%d/%d", d.Partition, d.Offset) == c.At {
+			found = d
+		}
+	}
+	if found == nil {
+		return fmt.Errorf("dlq: no dead letter of sink %s with key %q or at %q", c.Sink, c.Key, c.At)
+	}
+	if c.JSON {
+		return json.NewEncoder(env.Stdout).Encode(found)
+	}
+	fmt.Fprintf(env.Stdout, "sink             %s\nat               %d/%d\nidempotency key  %s\nclass            %s\nattempts         %d\nerror            %s\nsource           %s\noutbox record    %s\ntime             %s\nrecord key       %s\npayload          %s\n",
+		found.Sink, found.Partition, found.Offset, found.Key, found.Class, found.Attempts, found.Error, found.Source, found.Outbox,
+		found.Time.UTC().Format("2006-01-02T15:04:05.000Z"), found.RecordKey, found.Payload)
+	return nil
+}
+
+// jsonLines prints one JSON object per line.
+func jsonLines[T any](w io.Writer, items []T) error {
+	enc := json.NewEncoder(w)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}

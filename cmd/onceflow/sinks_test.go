@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/embedded"
+	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/sinks"
+)
+
+// TestSinksAndDLQCommands reads a ledger and a dead-letter topic written
+// as the sink runner writes them, through sinks status, sinks unknown
+// list, dlq list and dlq show.
+func TestSinksAndDLQCommands(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, topic := range []string{"shop-sink-hook-ledger-changelog", "shop-sink-hook-dlq"} {
+		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entry := func(key string, s sinkrunner.State) *kgo.Record {
+		return &kgo.Record{Topic: "shop-sink-hook-ledger-changelog", Key: []byte(key),
+			Value: sinkrunner.EncodeEntry(sinkrunner.Entry{State: s, Attempts: 1, LastError: "no answer", Source: "shop-orders/0/7"})}
+	}
+	recs := []*kgo.Record{
+		entry("hook:a", sinkrunner.Succeeded), entry("hook:b", sinkrunner.Succeeded), entry("hook:c", sinkrunner.Unknown),
+		entry("hook:d", sinkrunner.DeadLettered),
+		{Topic: "shop-sink-hook-dlq", Value: []byte(`{"order":"o-4"}`), Headers: []kgo.RecordHeader{
+			{Key: sinks.HeaderIdempotencyKey, Value: []byte("hook:d")}, {Key: sinks.HeaderError, Value: []byte("status 400")},
+			{Key: sinks.HeaderAttempts, Value: []byte("1")}, {Key: sinks.HeaderClass, Value: []byte("permanent")}}},
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	brokers := strings.Join(b.Addrs(), ",")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"sinks", "status"}, []string{"SINK  DELIVERIES  PENDING  SUCCEEDED  FAILED  DEAD-LETTERED  UNKNOWN  IN-FLIGHT", "hook  4           0        2          0       1              1        0"}},
+		{[]string{"sinks", "status", "--json"}, []string{`"sink":"hook"`, `"succeeded":2`, `"unknown":1`}},
+		{[]string{"sinks", "unknown", "list", "--sink", "hook"}, []string{"hook:c", "shop-orders/0/7", "no answer", "1 unknown"}},
+		{[]string{"dlq", "list", "--sink", "hook"}, []string{"0/0", "hook:d", "permanent", "status 400", "1 dead letters"}},
+		{[]string{"dlq", "show", "--sink", "hook", "--key", "hook:d"}, []string{"idempotency key  hook:d", `payload          {"order":"o-4"}`}},
+		{[]string{"dlq", "show", "--sink", "hook", "--at", "0/0", "--json"}, []string{`"idempotency_key":"hook:d"`}},
+	} {
+		code, out, errOut := cli(t, ctx, append(tc.args, "--brokers", brokers, "--app-id", "shop")...)
+		if code != exitOK {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: stdout\n%s\ndoes not contain %q", tc.args, out, w)
+			}
+		}
+	}
+	if code, _, errOut := cli(t, ctx, "dlq", "show", "--brokers", brokers, "--app-id", "shop", "--sink", "hook", "--key", "nope"); code != exitError || !strings.Contains(errOut, "no dead letter") {
+		t.Errorf("dlq show of a missing key: exit %d, stderr %q", code, errOut)
+	}
+}

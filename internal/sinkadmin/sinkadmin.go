@@ -1,0 +1,217 @@
+// Package sinkadmin reads what the sink runner leaves in Kafka, for the
+// CLI: each sink's delivery ledger (its compacted changelog topic
+// "<app>-sink-<name>-ledger-changelog", the latest entry per idempotency
+// key) and its dead-letter topic ("<app>-sink-<name>-dlq"). It only reads:
+// it never changes a ledger or a topic.
+package sinkadmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/clientcfg"
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/sinks"
+)
+
+// Status is one sink's ledger, counted.
+type Status struct {
+	Sink string `json:"sink"`
+	// Ledger is the ledger's changelog topic.
+	Ledger string `json:"ledger"`
+	// Deliveries is the number of idempotency keys in the ledger.
+	Deliveries int `json:"deliveries"`
+	// States counts deliveries by ledger state (every state, zeros
+	// included).
+	States map[string]int `json:"states"`
+	// InFlight counts pending deliveries with an attempt out.
+	InFlight int `json:"in_flight"`
+	// Undecodable counts ledger values that did not decode.
+	Undecodable int `json:"undecodable,omitempty"`
+}
+
+// Delivery is one ledger entry with its idempotency key.
+type Delivery struct {
+	Sink string `json:"sink"`
+	Key  string `json:"key"`
+	sinkrunner.Entry
+}
+
+// DeadLetter is one record of a dead-letter topic.
+type DeadLetter struct {
+	Sink      string    `json:"sink"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	Key       string    `json:"idempotency_key"`
+	Error     string    `json:"error"`
+	Class     string    `json:"class"`
+	Attempts  int       `json:"attempts"`
+	Source    string    `json:"source,omitempty"`
+	Outbox    string    `json:"outbox,omitempty"`
+	Time      time.Time `json:"time"`
+	RecordKey []byte    `json:"record_key,omitempty"`
+	Payload   []byte    `json:"payload"`
+}
+
+// outboxPrefix is the start of every outbox topic of app.
+func outboxPrefix(app string) string { return app + "-sink-" }
+
+// Sinks lists the sinks of app that have a ledger changelog or a
+// dead-letter topic, sorted.
+func Sinks(ctx context.Context, brokers []string, app string, extra ...kgo.Opt) ([]string, error) {
+	cl, err := kgo.NewClient(append(clientcfg.Options(brokers, "onceflow-sinks", nil), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("sinkadmin: client: %w", err)
+	}
+	defer cl.Close()
+	tds, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sinkadmin: list topics: %w", err)
+	}
+	return sinkNames(app, tds.Names()), nil
+}
+
+// sinkNames picks the sink names out of topic names: those of the
+// ledger changelogs and dead-letter topics of app.
+func sinkNames(app string, topics []string) []string {
+	prefix := outboxPrefix(app)
+	var names []string
+	for _, t := range topics {
+		rest, ok := strings.CutPrefix(t, prefix)
+		if !ok {
+			continue
+		}
+		for _, suffix := range []string{graph.LedgerTopic(""), graph.DLQTopic("")} {
+			if name, ok := strings.CutSuffix(rest, suffix); ok && name != "" && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Ledger reads the ledger of one sink: the latest entry of every key,
+// sorted by key.
+func Ledger(ctx context.Context, brokers []string, app, sink string, extra ...kgo.Opt) ([]Delivery, int, error) {
+	topic := graph.LedgerTopic(outboxPrefix(app) + sink)
+	recs, err := verify.ReadAll(ctx, brokers, topic, extra...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sinkadmin: ledger of %s: %w", sink, err)
+	}
+	ds, bad := latest(sink, recs)
+	return ds, bad, nil
+}
+
+// latest folds a ledger changelog into the latest entry per key (a
+// tombstone removes the key); bad counts values that did not decode.
+func latest(sink string, recs []verify.Record) (ds []Delivery, bad int) {
+	byKey := map[string]sinkrunner.Entry{}
+	undecodable := map[string]bool{}
+	for _, r := range recs {
+		k := string(r.Key)
+		delete(undecodable, k)
+		if r.Value == nil {
+			delete(byKey, k)
+			continue
+		}
+		e, err := sinkrunner.DecodeEntry(r.Value)
+		if err != nil {
+			delete(byKey, k)
+			undecodable[k] = true
+			continue
+		}
+		byKey[k] = e
+	}
+	for k, e := range byKey {
+		ds = append(ds, Delivery{Sink: sink, Key: k, Entry: e})
+	}
+	slices.SortFunc(ds, func(a, b Delivery) int { return strings.Compare(a.Key, b.Key) })
+	return ds, len(undecodable)
+}
+
+// Count counts a sink's ledger by state.
+func Count(sink string, ds []Delivery, undecodable int) Status {
+	st := Status{Sink: sink, Deliveries: len(ds), States: map[string]int{}, Undecodable: undecodable}
+	for _, s := range sinkrunner.States {
+		st.States[string(s)] = 0
+	}
+	for _, d := range ds {
+		st.States[string(d.State)]++
+		if d.State == sinkrunner.Pending && d.InFlight {
+			st.InFlight++
+		}
+	}
+	return st
+}
+
+// StatusOf reads and counts the ledgers of the given sinks (every sink of
+// app when none is given).
+func StatusOf(ctx context.Context, brokers []string, app string, names []string, extra ...kgo.Opt) ([]Status, error) {
+	if len(names) == 0 {
+		var err error
+		if names, err = Sinks(ctx, brokers, app, extra...); err != nil {
+			return nil, err
+		}
+	}
+	var out []Status
+	for _, name := range names {
+		ds, bad, err := Ledger(ctx, brokers, app, name, extra...)
+		if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
+			return nil, err
+		}
+		st := Count(name, ds, bad)
+		st.Ledger = graph.LedgerTopic(outboxPrefix(app) + name)
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Unknown lists the deliveries of a sink parked as unknown.
+func Unknown(ctx context.Context, brokers []string, app, sink string, extra ...kgo.Opt) ([]Delivery, error) {
+	ds, _, err := Ledger(ctx, brokers, app, sink, extra...)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(ds, func(d Delivery) bool { return d.State != sinkrunner.Unknown }), nil
+}
+
+// DeadLetters reads the dead-letter topic of a sink, in partition and
+// offset order.
+func DeadLetters(ctx context.Context, brokers []string, app, sink string, extra ...kgo.Opt) ([]DeadLetter, error) {
+	topic := graph.DLQTopic(outboxPrefix(app) + sink)
+	recs, err := verify.ReadAll(ctx, brokers, topic, extra...)
+	if err != nil {
+		return nil, fmt.Errorf("sinkadmin: dead letters of %s: %w", sink, err)
+	}
+	out := make([]DeadLetter, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, deadLetter(sink, r))
+	}
+	return out, nil
+}
+
+// deadLetter reads one dead-letter record.
+func deadLetter(sink string, r verify.Record) DeadLetter {
+	attempts, _ := strconv.Atoi(r.Headers[sinks.HeaderAttempts])
+	return DeadLetter{
+		Sink: sink, Partition: r.Partition, Offset: r.Offset,
+		Key:      r.Headers[sinks.HeaderIdempotencyKey],
+		Error:    r.Headers[sinks.HeaderError],
+		Class:    r.Headers[sinks.HeaderClass],
+		Attempts: attempts,
+		Source:   r.Headers[sinks.HeaderSource],
+		Outbox:   r.Headers[sinks.HeaderOutbox],
+		Time:     r.Timestamp, RecordKey: r.Key, Payload: r.Value,
+	}
+}
