@@ -243,14 +243,15 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 		return nil, fmt.Errorf("processor: %w", err)
 	}
 	run, err := sinkrunner.New(sinkrunner.Config{
-		Client:     cfg.client(),
-		Timeouts:   cfg.timeouts(),
-		AppID:      cfg.ApplicationID,
-		InstanceID: cfg.InstanceID,
-		StateDir:   cfg.StateDir,
-		Sinks:      cfg.Sinks,
-		Logger:     log.Named("processor").With("instance", cfg.InstanceID),
-		Registerer: cfg.Registerer,
+		Client:       cfg.client(),
+		Timeouts:     cfg.timeouts(),
+		AppID:        cfg.ApplicationID,
+		InstanceID:   cfg.InstanceID,
+		StateDir:     cfg.StateDir,
+		Sinks:        cfg.Sinks,
+		StallTimeout: cfg.StallTimeout,
+		Logger:       log.Named("processor").With("instance", cfg.InstanceID),
+		Registerer:   cfg.Registerer,
 	}, g.WithPrefix(cfg.ApplicationID))
 	if err != nil {
 		return nil, fmt.Errorf("processor: %w", err)
@@ -286,12 +287,26 @@ func (p *Processor) Run(ctx context.Context) error {
 func (p *Processor) StopBound() time.Duration { return engine.StopBound(p.cfg.timeouts()) }
 
 // Health returns nil while the replica makes progress, or the stall it
-// reports on /healthz (see Config.StallTimeout).
-func (p *Processor) Health() error { return p.e.Health() }
+// reports on /healthz (see Config.StallTimeout). With OnlySinks it
+// describes the sink runner: a stall is deliveries held with none settled
+// or attempted, or no group session, for longer than the stall timeout
+// (and never less than one attempt timeout plus the backoff cap).
+func (p *Processor) Health() error {
+	if p.cfg.OnlySinks {
+		return p.run.Health()
+	}
+	return p.e.Health()
+}
 
 // Ready reports whether the replica is in a group session with its tasks
-// restored, processing.
-func (p *Processor) Ready() bool { return p.e.Ready() }
+// restored, processing. With OnlySinks: whether the sink runner is in a
+// group session with the delivery ledgers of its partitions restored.
+func (p *Processor) Ready() bool {
+	if p.cfg.OnlySinks {
+		return p.run.Ready()
+	}
+	return p.e.Ready()
+}
 
 // Stats returns a snapshot of the counters.
 func (p *Processor) Stats() Stats { return statsOf(p.e.Stats()) }

@@ -99,11 +99,12 @@ type runner struct {
 
 func startRunner(t *testing.T, env *enginetest.Env, app, instance string, tp *topology.Topology) *runner {
 	t.Helper()
-	return startRunnerWith(t, env, app, instance, tp, nil)
+	return startRunnerWith(t, env, app, instance, tp, nil, nil)
 }
 
-// startRunnerWith starts a runner whose config tune changes (nil: none).
-func startRunnerWith(t *testing.T, env *enginetest.Env, app, instance string, tp *topology.Topology, tune func(*sinkrunner.Config)) *runner {
+// startRunnerWith starts a runner whose config tune changes, after setup
+// (nil: none).
+func startRunnerWith(t *testing.T, env *enginetest.Env, app, instance string, tp *topology.Topology, tune func(*sinkrunner.Config), setup func(*sinkrunner.Runner)) *runner {
 	t.Helper()
 	g, err := compile.Graph(tp)
 	if err != nil {
@@ -121,6 +122,9 @@ func startRunnerWith(t *testing.T, env *enginetest.Env, app, instance string, tp
 	r, err := sinkrunner.New(cfg, g.WithPrefix(app))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(r)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rn := &runner{r: r, cancel: cancel, done: make(chan error, 1)}

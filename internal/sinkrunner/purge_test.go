@@ -76,7 +76,7 @@ func TestOutboxPurgedBelowCommittedOffsets(t *testing.T) {
 	defer replica.Stop()
 
 	clock := &fakeClock{}
-	rn := startRunnerWith(t, env, app, "r1", tp, func(c *sinkrunner.Config) { c.Now = clock.now })
+	rn := startRunnerWith(t, env, app, "r1", tp, func(c *sinkrunner.Config) { c.Now = clock.now }, nil)
 	env.Produce(in, 0, 200)
 	delivered := func(n int) func() bool { return func() bool { return len(hook.snapshot()) >= n } }
 	waitFor(t, "200 deliveries", 60*time.Second, delivered(200))

@@ -53,6 +53,10 @@ type Config struct {
 	// partition below the committed offset are deleted. Zero:
 	// DefaultPurgeInterval.
 	PurgeInterval time.Duration
+	// StallTimeout is how long the runner may make no progress before
+	// Health reports a stall (never less than AttemptTimeout plus
+	// BackoffCap). Zero: DefaultStallTimeout.
+	StallTimeout time.Duration
 }
 
 // sink is one outbox and what it delivers to.
@@ -79,6 +83,11 @@ type Runner struct {
 	ledgers *ledgers
 	p       *kafka.Producer
 	purge   *purger
+
+	progress progress
+	// ledgerFault, when set, fails the ledger writes it returns an error
+	// for, before anything is sent. For tests.
+	ledgerFault func(key string, e Entry) error
 }
 
 // New prepares a runner for the outboxes of g (a graph already named
@@ -96,6 +105,9 @@ func New(cfg Config, g *graph.Graph) (*Runner, error) {
 	}
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
+	}
+	if cfg.StallTimeout == 0 {
+		cfg.StallTimeout = DefaultStallTimeout
 	}
 	if cfg.PurgeInterval == 0 {
 		cfg.PurgeInterval = DefaultPurgeInterval
@@ -154,6 +166,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if len(r.topics) == 0 {
 		return nil
 	}
+	r.progress.touch(r.cfg.Now())
 	admin, err := kafka.Connect(ctx, r.cfg.Client)
 	if err != nil {
 		return fmt.Errorf("sinkrunner: %w", err)
@@ -173,14 +186,10 @@ func (r *Runner) Run(ctx context.Context) error {
 		return fmt.Errorf("sinkrunner: ledger: %w", err)
 	}
 	defer db.Close()
-	p, err := kafka.NewProducer(r.cfg.Client, r.cfg.Timeouts, "", true, 0)
-	if err != nil {
-		return fmt.Errorf("sinkrunner: %w", err)
+	if err := r.openLedgers(db); err != nil {
+		return err
 	}
-	defer p.Close()
-	r.p = p
-	r.ledgers = newLedgers(db, p, kafka.NewChangelogReader(r.cfg.Client, r.cfg.Timeouts.WithDefaults().Transaction))
-	defer r.ledgers.close()
+	defer r.closeLedgers()
 	group, err := kafka.NewGroup(r.cfg.Client, r.cfg.Timeouts, r.cfg.AppID+"-sinks", r.cfg.InstanceID, 0)
 	if err != nil {
 		return fmt.Errorf("sinkrunner: %w", err)
@@ -196,6 +205,15 @@ func (r *Runner) Run(ctx context.Context) error {
 		sctx, end := context.WithCancel(ctx)
 		err := group.Consume(sctx, r.topics, &session{r: r, end: end})
 		end()
+		if ferr := r.ledgers.failed(); ferr != nil && !r.crashed.Load() {
+			// The changelog may hold writes Pebble lacks: the next
+			// session's restore reads them. The writer starts afresh.
+			r.log.Warn("a ledger write failed; opening the ledgers again", "error", ferr)
+			r.closeLedgers()
+			if err := r.openLedgers(db); err != nil {
+				return err
+			}
+		}
 		if errors.Is(err, kafka.ErrFencedInstance) {
 			return fmt.Errorf("sinkrunner: %w", err)
 		}
@@ -213,6 +231,23 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// openLedgers starts the ledger writer with a producer of its own.
+func (r *Runner) openLedgers(db *statestore.DB) error {
+	p, err := kafka.NewProducer(r.cfg.Client, r.cfg.Timeouts, "", true, 0)
+	if err != nil {
+		return fmt.Errorf("sinkrunner: %w", err)
+	}
+	r.p = p
+	r.ledgers = newLedgers(db, p, kafka.NewChangelogReader(r.cfg.Client, r.cfg.Timeouts.WithDefaults().Transaction))
+	r.ledgers.fault = r.ledgerFault
+	return nil
+}
+
+func (r *Runner) closeLedgers() {
+	r.ledgers.close()
+	r.p.Close()
 }
 
 // prepare creates the dead-letter and ledger changelog topics, with the

@@ -56,12 +56,20 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	ss.in = make(chan kafka.Batch, 16)
 	ss.wg.Go(ss.dispatch)
 	ss.wg.Go(ss.commitLoop)
+	r.progress.cur.Store(ss)
+	r.progress.ready.Store(true)
+	r.progress.touch(r.cfg.Now())
 	return ss.in, nil
 }
 
 // Cleanup stops new attempts, waits for the attempts out (each bounded by
 // the attempt timeout), and commits what is settled.
 func (ss *session) Cleanup(kafka.Session) error {
+	ss.r.progress.ready.Store(false)
+	defer func() {
+		ss.r.progress.cur.Store(nil)
+		ss.r.progress.touch(ss.r.cfg.Now())
+	}()
 	ss.cancel()
 	ss.wg.Wait()
 	for _, ps := range ss.parts {
@@ -196,6 +204,9 @@ func (p *partition) add(ctx context.Context, rec *kafka.Record) bool {
 	if p.mu.next < 0 {
 		p.mu.next = rec.Offset
 	}
+	if len(p.mu.window) == 0 {
+		p.ss.r.progress.touch(p.ss.r.cfg.Now()) // the stall clock starts with the first delivery held
+	}
 	p.mu.window = append(p.mu.window, it)
 	q := append(p.mu.keys[it.key], it)
 	p.mu.keys[it.key] = q
@@ -225,6 +236,7 @@ func (p *partition) drain(ctx context.Context, key string) {
 		}
 		p.advanceLocked()
 		p.mu.Unlock()
+		p.ss.r.progress.touch(p.ss.r.cfg.Now())
 		<-p.room
 		p.ss.r.m.backlog.WithLabelValues(p.sink.name).Dec()
 		if len(q) == 0 {
@@ -329,13 +341,16 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 			r.log.Error("ledger", "error", err)
 			return false
 		}
-		if !sk.idempotent && !r.record(ctx, p, key, e, nil) {
-			return false // nothing went out
-		}
+		// The slot first: an attempt recorded as out to a sink that is
+		// not idempotent must go out, or it is parked as unknown.
 		select {
 		case p.slots <- struct{}{}:
 		case <-ctx.Done():
 			return false
+		}
+		if !sk.idempotent && !r.record(ctx, p, key, e, nil) {
+			<-p.slots
+			return false // nothing went out
 		}
 		d.Attempt = e.Attempts
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Sinks.AttemptTimeout)
@@ -352,6 +367,7 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 			r.m.deliveries.WithLabelValues(sk.name, OutcomeSucceeded).Inc()
 			return true
 		}
+		r.progress.touch(now)
 		class, retryAfter := sinks.Classify(derr)
 		wait := r.backoff(e.Attempts, retryAfter)
 		exhausted := e.Attempts >= r.cfg.Sinks.MaxAttempts || now.Add(wait).Sub(first) > r.cfg.Sinks.MaxElapsed

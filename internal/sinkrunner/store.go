@@ -28,6 +28,7 @@ type ledgers struct {
 	done   chan struct{}
 	mu     sync.Mutex
 	err    error // set once a write failed: the writer is unusable
+	fault  func(key string, e Entry) error
 }
 
 // write is one ledger entry to record, with an optional dead-letter
@@ -117,6 +118,17 @@ func (l *ledgers) apply(batch []*write) error {
 	if failed != nil {
 		return failed
 	}
+	var err error
+	if l.fault != nil {
+		for _, w := range batch {
+			if err == nil {
+				err = l.fault(w.key, w.entry)
+			}
+		}
+	}
+	if err != nil {
+		return l.fail(err)
+	}
 	l.p.ResetTracked()
 	for _, w := range batch {
 		if w.dlq != nil {
@@ -126,7 +138,7 @@ func (l *ledgers) apply(batch []*write) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
-	err := l.p.Flush(ctx)
+	err = l.p.Flush(ctx)
 	var offsets map[string]map[int32]int64
 	if err == nil {
 		offsets, err = l.p.TrackedOffsets(ctx)
@@ -146,12 +158,27 @@ func (l *ledgers) apply(batch []*write) error {
 		}
 	}
 	if err != nil {
-		err = fmt.Errorf("sinkrunner: ledger write: %w", err)
-		l.mu.Lock()
-		l.err = err
-		l.mu.Unlock()
+		return l.fail(err)
 	}
+	return nil
+}
+
+// fail makes the writer unusable after a failed write: which of its
+// records reached the changelog is not known, so the runner opens the
+// ledgers again and restores them.
+func (l *ledgers) fail(err error) error {
+	err = fmt.Errorf("sinkrunner: ledger write: %w", err)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.err = err
 	return err
+}
+
+// failed returns the error of the write that failed, if one did.
+func (l *ledgers) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // restore brings the ledger of an outbox partition up to its changelog's
