@@ -109,7 +109,8 @@ type Engine struct {
 	rejectedParts  int32
 	topics         []string
 	limit          sizeLimit
-	changelogParts map[string]int32 // grown at session start when inputs grew
+	stamps         map[string]kafka.TimestampBounds // timestamp bounds of the topics written
+	changelogParts map[string]int32                 // grown at session start when inputs grew
 
 	repeats repeats
 

@@ -13,6 +13,11 @@ import (
 // changes is larger than the topics it goes to accept.
 const ReasonTooLarge = "too-large"
 
+// ReasonTimestampOutOfRange rejects an input record one of whose outputs
+// carries a timestamp a topic it goes to refuses (beyond the topic's
+// message.timestamp.after.max.ms or before.max.ms of the wall clock).
+const ReasonTimestampOutOfRange = "timestamp-out-of-range"
+
 // HeaderRejectTruncated marks a rejected record that was cut to fit the
 // rejected topic. Its value lists what was cut, with the original sizes:
 // "value=<bytes>", then ",headers=<count>" and ",key=<bytes>" when those

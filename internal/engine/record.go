@@ -82,6 +82,12 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 		d.rejectInput(ReasonTooLarge, "", tl)
 		return d.stage()
 	}
+	if bs := d.takeBadStamp(); bs != nil {
+		// Likewise an output stamped beyond what its topic accepts.
+		d.Rollback(graph.Mark{})
+		d.rejectInput(ReasonTimestampOutOfRange, "", bs)
+		return d.stage()
+	}
 	if err != nil {
 		d.Rollback(graph.Mark{})
 		if rej, ok := errors.AsType[*graph.Rejection](err); ok {
@@ -174,6 +180,9 @@ func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, t
 	if err := d.checkSize(topic, key, value, headers, d.sourceBytes()); err != nil {
 		return err
 	}
+	if err := d.checkStamp(topic, ts); err != nil {
+		return err
+	}
 	d.out = append(d.out, kafka.Message{
 		Topic:     topic,
 		Partition: kafka.Partition(key, d.inRecord.Partition, d.e.sinkParts[topic]),
@@ -215,7 +224,7 @@ func (d *driver) rejectInput(reason, node string, cause error) {
 		Key:       r.Key,
 		Value:     r.Value,
 		Headers:   hs,
-		Timestamp: r.Timestamp,
+		Timestamp: e.rejectedStamp(r.Timestamp),
 	}
 	d.fitRejected(&m, own)
 	d.out = append(d.out, m)

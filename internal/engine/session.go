@@ -110,7 +110,8 @@ type driver struct {
 	gctx         graph.Context
 	input        graph.Input
 	inRecord     *kafka.Record
-	tooLarge     error // an output or state change of the record no topic accepts
+	tooLarge     error         // an output or state change of the record no topic accepts
+	badStamp     *errTimestamp // an output of the record its topic refuses for its timestamp
 
 	internal map[string]bool // repartition topics
 

@@ -99,6 +99,7 @@ func (e *Engine) prepare(ctx context.Context) error {
 		}
 	}
 	e.readLimits(admin, written)
+	e.readStamps(admin, written)
 	e.sinkParts = parts
 	e.rejectedParts = parts[e.rejected]
 	e.topics = sources

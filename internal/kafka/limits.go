@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -99,4 +100,60 @@ func (a *Admin) GrowPartitions(topic string, n int32) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("kafka: %q does not show %d partitions 30s after growing", topic, n)
+}
+
+// TimestampBounds is how far from its own clock a topic's broker accepts
+// a record's timestamp: message.timestamp.before.max.ms and
+// message.timestamp.after.max.ms. Zero is no bound, as is a bound too
+// large for a Duration (Kafka's default before.max.ms is Long.MAX_VALUE).
+// A LogAppendTime topic has none: the broker stamps records itself.
+type TimestampBounds struct {
+	Before, After time.Duration
+}
+
+// timestampConfigs are the topic configs TimestampBounds reads.
+var timestampConfigs = []string{"message.timestamp.type", "message.timestamp.before.max.ms", "message.timestamp.after.max.ms"}
+
+// TimestampBounds reads the timestamp bounds of topics. A topic whose
+// configuration cannot be read gets none, and is returned in unknown.
+func (a *Admin) TimestampBounds(topics ...string) (bounds map[string]TimestampBounds, unknown []string) {
+	bounds = map[string]TimestampBounds{}
+	for _, t := range topics {
+		entries, err := a.describe(sarama.ConfigResource{Type: sarama.TopicResource, Name: t, ConfigNames: timestampConfigs})
+		if err != nil {
+			unknown = append(unknown, t)
+			continue
+		}
+		bounds[t] = timestampBounds(entries)
+	}
+	slices.Sort(unknown)
+	return bounds, unknown
+}
+
+// timestampBounds reads the bounds from a topic's config entries.
+func timestampBounds(entries []sarama.ConfigEntry) TimestampBounds {
+	var b TimestampBounds
+	for _, e := range entries {
+		switch e.Name {
+		case "message.timestamp.type":
+			if e.Value == "LogAppendTime" {
+				return TimestampBounds{}
+			}
+		case "message.timestamp.before.max.ms":
+			b.Before = boundMillis(e.Value)
+		case "message.timestamp.after.max.ms":
+			b.After = boundMillis(e.Value)
+		}
+	}
+	return b
+}
+
+// boundMillis parses a bound in milliseconds; unparsable, not positive,
+// or beyond what a Duration holds (about 292 years) is no bound.
+func boundMillis(v string) time.Duration {
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms <= 0 || ms > int64(math.MaxInt64/time.Millisecond) {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
 }

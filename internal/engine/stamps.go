@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/kafka"
+)
+
+// stampMargin is kept inside a topic's timestamp bounds: the broker checks
+// a record against its own clock when the batch arrives, a little after
+// the replica checked it.
+const stampMargin = time.Minute
+
+// errTimestamp is an output whose timestamp its topic refuses.
+type errTimestamp struct {
+	topic string
+	ts    time.Time
+	now   time.Time
+	after bool // beyond after.max.ms (else before before.max.ms)
+	bound time.Duration
+}
+
+func (e *errTimestamp) Error() string {
+	if e.after {
+		return fmt.Sprintf("engine: a record for %s stamped %s is %v ahead of the clock; the topic accepts up to %v (message.timestamp.after.max.ms)",
+			e.topic, e.ts.UTC().Format(time.RFC3339Nano), e.ts.Sub(e.now).Round(time.Second), e.bound)
+	}
+	return fmt.Sprintf("engine: a record for %s stamped %s is %v behind the clock; the topic accepts up to %v (message.timestamp.before.max.ms)",
+		e.topic, e.ts.UTC().Format(time.RFC3339Nano), e.now.Sub(e.ts).Round(time.Second), e.bound)
+}
+
+// readStamps reads the timestamp bounds of every topic the replica writes.
+func (e *Engine) readStamps(admin *kafka.Admin, written []string) {
+	var unknown []string
+	e.stamps, unknown = admin.TimestampBounds(written...)
+	if len(unknown) > 0 {
+		e.log.Warn("cannot read the timestamp bounds of topics; not checking timestamps for them", "topics", unknown)
+	}
+}
+
+// refuseStamp returns the error the broker would answer a record for topic
+// stamped ts with (within stampMargin), or nil. A zero ts is stamped by the
+// producer with the wall clock.
+func (e *Engine) refuseStamp(topic string, ts time.Time) *errTimestamp {
+	b, ok := e.stamps[topic]
+	if !ok || ts.IsZero() {
+		return nil
+	}
+	now := e.cfg.Now()
+	if b.After > 0 && ts.After(now.Add(b.After-min(stampMargin, b.After/2))) {
+		return &errTimestamp{topic: topic, ts: ts, now: now, after: true, bound: b.After}
+	}
+	if b.Before > 0 && ts.Before(now.Add(-b.Before+min(stampMargin, b.Before/2))) {
+		return &errTimestamp{topic: topic, ts: ts, now: now, bound: b.Before}
+	}
+	return nil
+}
+
+// checkStamp refuses an output its topic would refuse for its timestamp,
+// and remembers the refusal for the input record being processed (a node
+// may drop the error; the record is rejected all the same).
+func (d *driver) checkStamp(topic string, ts time.Time) error {
+	err := d.e.refuseStamp(topic, ts)
+	if err == nil {
+		return nil
+	}
+	if d.badStamp == nil {
+		d.badStamp = err
+	}
+	return err
+}
+
+// takeBadStamp returns, and forgets, the timestamp refusal met while the
+// input record was processed.
+func (d *driver) takeBadStamp() error {
+	if d.badStamp == nil {
+		return nil
+	}
+	err := d.badStamp
+	d.badStamp = nil
+	return err
+}
+
+// rejectedStamp is the timestamp of a rejected copy of an input stamped
+// ts: ts, unless the rejected topic would refuse it; then the wall clock
+// (the error header says what the timestamp was).
+func (e *Engine) rejectedStamp(ts time.Time) time.Time {
+	if e.refuseStamp(e.rejected, ts) != nil {
+		return e.cfg.Now()
+	}
+	return ts
+}
