@@ -17,8 +17,9 @@ import (
 // DefaultTable is the keys table's default name.
 const DefaultTable = "onceflow_sink_keys"
 
-// ErrConflict: the idempotency key was applied before with another
-// payload (the sink-side twin of a dedup conflict). Not retryable.
+// ErrConflict is wrapped by the error of a delivery whose idempotency key
+// was applied before with another payload (the sink-side twin of a dedup
+// conflict). Not retryable.
 var ErrConflict = errors.New("pgsink: idempotency key applied before with another payload")
 
 // Effect applies a delivery inside tx. It runs at most once per
