@@ -96,57 +96,47 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, error) {
 	labels := prometheus.Labels{"app": app, "instance": instance}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels})
+	}
+	counterVec := func(name, help, label string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels}, []string{label})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
+	}
 	m := &metrics{
-		recordsIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_records_in_total",
-			Help: "Records consumed and processed, per task.", ConstLabels: labels}, []string{"task"}),
-		recordsOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_records_out_total",
-			Help: "Records sent to output topics.", ConstLabels: labels}, []string{"topic"}),
-		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_rejected_records_total",
-			Help: "Records written to the rejected-records topic, by reason.", ConstLabels: labels}, []string{"reason"}),
-		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_transactions_total",
-			Help: "Transactions by outcome (committed, aborted).", ConstLabels: labels}, []string{"outcome"}),
+		recordsIn:    counterVec("onceflow_records_in_total", "Records consumed and processed, per task.", "task"),
+		recordsOut:   counterVec("onceflow_records_out_total", "Records sent to output topics.", "topic"),
+		rejected:     counterVec("onceflow_rejected_records_total", "Records written to the rejected-records topic, by reason.", "reason"),
+		transactions: counterVec("onceflow_transactions_total", "Transactions by outcome (committed, aborted).", "outcome"),
 		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "onceflow_commit_latency_seconds",
 			Help: "Time to add offsets and commit a transaction.", ConstLabels: labels,
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 		recordsPerTxn: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "onceflow_records_per_transaction",
 			Help: "Consumed records per committed transaction.", ConstLabels: labels,
 			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
-		recreations: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_producer_recreations_total",
-			Help: "Producers closed and created again (fenced, timed out, unknown commit outcome).", ConstLabels: labels}),
-		rebalances: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_rebalances_total",
-			Help: "Group sessions started (one per generation joined).", ConstLabels: labels}),
+		recreations: counter("onceflow_producer_recreations_total", "Producers closed and created again (fenced, timed out, unknown commit outcome)."),
+		rebalances:  counter("onceflow_rebalances_total", "Group sessions started (one per generation joined)."),
 		rebalanceTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "onceflow_rebalance_duration_seconds",
 			Help: "Time from the end of one session to the start of the next.", ConstLabels: labels,
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
-		assignedTasks: prometheus.NewGauge(prometheus.GaugeOpts{Name: "onceflow_assigned_partitions",
-			Help: "Input partitions this replica owns.", ConstLabels: labels}),
-		commitFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_commit_failures_total",
-			Help: "Failed transaction steps, by class (abortable, fatal, unknown, produce).", ConstLabels: labels}, []string{"class"}),
-		restored: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_restored_records_total",
-			Help: "Changelog records replayed into local state.", ConstLabels: labels}),
+		assignedTasks:  gauge("onceflow_assigned_partitions", "Input partitions this replica owns."),
+		commitFailures: counterVec("onceflow_commit_failures_total", "Failed transaction steps, by class (abortable, fatal, unknown, produce).", "class"),
+		restored:       counter("onceflow_restored_records_total", "Changelog records replayed into local state."),
 		restoreTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "onceflow_restore_duration_seconds",
 			Help: "Time to restore one store of one task.", ConstLabels: labels,
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
-		stateChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_state_changes_total",
-			Help: "State writes, by what became of them: sent to the changelog, or collapsed into a later write of the same key.", ConstLabels: labels}, []string{"outcome"}),
-		skewed: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_clock_skewed_records_total",
-			Help: "Records stamped further ahead of the wall clock than the allowed skew (their stream time was held at the bound).", ConstLabels: labels}),
-		commitTimeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_commit_timeouts_total",
-			Help: "Transaction steps that ran past the commit deadline (the producer was dropped and created again).", ConstLabels: labels}),
-		stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "onceflow_stalled_partitions",
-			Help: "Assigned input partitions with input pending and no commit for longer than the stall timeout (a stalled restore counts one).", ConstLabels: labels}),
-		oldestPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "onceflow_oldest_pending_seconds",
-			Help: "Age of the oldest input received and not yet committed (0: none pending).", ConstLabels: labels}),
-		wipes: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_state_wipes_total",
-			Help: "Task stores wiped before a restore (the changelog no longer held their offset, or the state was older than the changelog's tombstone retention).", ConstLabels: labels}),
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_state_dropped_total",
-			Help: "Task stores deleted because the replica had not owned the task for the cleanup delay.", ConstLabels: labels}),
-		expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_dedup_expired_total",
-			Help: "Dedup entries expired by stream time.", ConstLabels: labels}),
-		purges: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_repartition_purges_total",
-			Help: "Purges of repartition topics up to the committed offsets (one per topic and purge).", ConstLabels: labels}),
-		restoreWaits: prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_restore_waits_total",
-			Help: "Restores that waited for a transaction open on their changelog partition to end.", ConstLabels: labels}),
+		stateChanges:   counterVec("onceflow_state_changes_total", "State writes, by what became of them: sent to the changelog, or collapsed into a later write of the same key.", "outcome"),
+		skewed:         counter("onceflow_clock_skewed_records_total", "Records stamped further ahead of the wall clock than the allowed skew (their stream time was held at the bound)."),
+		commitTimeouts: counter("onceflow_commit_timeouts_total", "Transaction steps that ran past the commit deadline (the producer was dropped and created again)."),
+		stalled:        gauge("onceflow_stalled_partitions", "Assigned input partitions with input pending and no commit for longer than the stall timeout (a stalled restore counts one)."),
+		oldestPending:  gauge("onceflow_oldest_pending_seconds", "Age of the oldest input received and not yet committed (0: none pending)."),
+		wipes:          counter("onceflow_state_wipes_total", "Task stores wiped before a restore (the changelog no longer held their offset, or the state was older than the changelog's tombstone retention)."),
+		dropped:        counter("onceflow_state_dropped_total", "Task stores deleted because the replica had not owned the task for the cleanup delay."),
+		expired:        counter("onceflow_dedup_expired_total", "Dedup entries expired by stream time."),
+		purges:         counter("onceflow_repartition_purges_total", "Purges of repartition topics up to the committed offsets (one per topic and purge)."),
+		restoreWaits:   counter("onceflow_restore_waits_total", "Restores that waited for a transaction open on their changelog partition to end."),
 	}
 	// Series that exist at zero, so a rate or an alert sees them before
 	// the first event.

@@ -212,22 +212,21 @@ func (g *Graph) WithPrefix(prefix string) *Graph {
 
 // InternalTopics lists the repartition topics, sorted.
 func (g *Graph) InternalTopics() []string {
-	var ts []string
-	for _, n := range g.Nodes {
-		if n.Kind == KindSource && n.Internal {
-			ts = append(ts, n.Topic)
-		}
-	}
-	slices.Sort(ts)
-	return ts
+	return g.sourcesWhere(func(n *Node) bool { return n.Internal })
 }
 
 // ThroughTopics lists the user topics the application writes and reads
 // back (topology.Through), sorted.
 func (g *Graph) ThroughTopics() []string {
+	return g.sourcesWhere(func(n *Node) bool { return n.Through })
+}
+
+// sourcesWhere lists, sorted, the topics of the sources for which keep
+// returns true.
+func (g *Graph) sourcesWhere(keep func(*Node) bool) []string {
 	var ts []string
 	for _, n := range g.Nodes {
-		if n.Kind == KindSource && n.Through {
+		if n.Kind == KindSource && keep(n) {
 			ts = append(ts, n.Topic)
 		}
 	}
