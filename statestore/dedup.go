@@ -36,18 +36,6 @@ func (t *Txn) GetDedup(store string, task Task, eventID []byte) (DedupEntry, boo
 	return e, true, nil
 }
 
-// PutNewDedup is PutDedup for an event id the caller has just looked up in
-// this Txn (GetDedup) and found absent: it skips reading the entry back to
-// keep the expiry index in step. Calling it for an id that has an entry
-// leaves a stale index entry: use PutDedup then.
-func (t *Txn) PutNewDedup(store string, task Task, eventID []byte, e DedupEntry) error {
-	st, err := t.checkDedup(store, task)
-	if err != nil {
-		return err
-	}
-	return t.stage(st, eventID, EncodeDedup(e), false, true)
-}
-
 // PutDedup stages eventID = e in a dedup store (a Put of EncodeDedup(e), so
 // it is in Changes) and indexes it by first-seen time for ExpireDedup.
 func (t *Txn) PutDedup(store string, task Task, eventID []byte, e DedupEntry) error {

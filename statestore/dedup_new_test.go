@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// PutNewDedup indexes like PutDedup: the entry expires and its tombstone
-// goes to the changelog.
-func TestPutNewDedupIndexes(t *testing.T) {
+// A dedup entry a scope stages for an id it found absent (so it skips
+// reading the entry back) is indexed like PutDedup's: the entry expires and
+// its tombstone goes to the changelog.
+func TestNewDedupEntryFromAScopeIndexes(t *testing.T) {
 	db, err := Open("", Options{DedupStores: []string{"d"}})
 	if err != nil {
 		t.Fatal(err)
@@ -16,7 +17,15 @@ func TestPutNewDedupIndexes(t *testing.T) {
 	task := Task{Partition: 1}
 	t0 := time.UnixMilli(1_000_000)
 	txn := db.Begin()
-	if err := txn.PutNewDedup("d", task, []byte("e1"), DedupEntry{FirstSeen: t0, Source: "in/1/0"}); err != nil {
+	var s Scope
+	s.Reset(txn, task)
+	if _, ok, err := s.GetDedup("d", []byte("e1")); err != nil || ok {
+		t.Fatalf("GetDedup(e1) = %v, %v; want absent", ok, err)
+	}
+	if err := s.PutDedup("d", []byte("e1"), DedupEntry{FirstSeen: t0, Source: "in/1/0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	if err := txn.PutDedup("d", task, []byte("e2"), DedupEntry{FirstSeen: t0.Add(time.Hour), Source: "in/1/1"}); err != nil {
