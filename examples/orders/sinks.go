@@ -64,13 +64,18 @@ func CreateRowsTable(ctx context.Context, db pgsink.DB, table string) error {
 		return fmt.Errorf("orders: create %s: %w", table, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	_, err = tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
+	// Replicas starting together take turns: CREATE TABLE IF NOT EXISTS
+	// is not safe against a concurrent one.
+	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, table)
+	if err == nil {
+		_, err = tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
 	event_id text PRIMARY KEY,
 	order_id text NOT NULL,
 	customer text NOT NULL,
 	amount bigint NOT NULL,
 	version bigint NOT NULL
 )`)
+	}
 	if err == nil {
 		err = tx.Commit(ctx)
 	}

@@ -93,13 +93,19 @@ func (s *Sink) CreateTable(ctx context.Context) error {
 		return fmt.Errorf("pgsink: create table: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	_, err = tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.table+` (
+	// Replicas starting together: CREATE TABLE IF NOT EXISTS is not safe
+	// against a concurrent one (a unique violation on pg_type), so the
+	// creators take turns.
+	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, s.table)
+	if err == nil {
+		_, err = tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.table+` (
 	sink text NOT NULL,
 	key text NOT NULL,
 	payload_hash bytea NOT NULL,
 	applied_at timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (sink, key)
 )`)
+	}
 	if err == nil {
 		err = tx.Commit(ctx)
 	}

@@ -325,3 +325,33 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+// Replicas starting together each create the keys table: none fails
+// (CREATE TABLE IF NOT EXISTS alone raises a unique violation on pg_type
+// when two run at once).
+func TestCreateTableConcurrently(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	table := f.keys + "_c"
+	t.Cleanup(func() { _, _ = f.pool.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
+	for round := range 5 {
+		if _, err := f.pool.Exec(ctx, `DROP TABLE IF EXISTS `+table); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 8)
+		for range 8 {
+			go func() {
+				s, err := New(Config{DB: f.pool, Table: table, Effect: f.effect})
+				if err == nil {
+					err = s.CreateTable(ctx)
+				}
+				errs <- err
+			}()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+	}
+}
