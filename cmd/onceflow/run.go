@@ -6,12 +6,16 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/examples/orders"
 	"github.com/onceflow/onceflow/processor"
+	"github.com/onceflow/onceflow/sinks"
+	"github.com/onceflow/onceflow/sinks/httpsink"
+	"github.com/onceflow/onceflow/sinks/pgsink"
 	"github.com/onceflow/onceflow/topology"
 )
 
@@ -24,13 +28,45 @@ type RunCmd struct {
 // RunOrdersCmd is `onceflow run orders`.
 type RunOrdersCmd struct {
 	ReplicaFlags
-	Input  string `name:"input" required:"" help:"Input topic of order events."`
-	Output string `name:"output" required:"" help:"Output topic of customer totals (created when missing)."`
+	Input         string `name:"input" required:"" help:"Input topic of order events."`
+	Output        string `name:"output" required:"" help:"Output topic of customer totals (created when missing)."`
+	Webhook       string `name:"webhook" placeholder:"URL" help:"Notify this webhook once per accepted order (the order-notifications sink: a POST with an Idempotency-Key)."`
+	WebhookSecret string `name:"webhook-secret" env:"ONCEFLOW_WEBHOOK_SECRET" help:"Sign webhook deliveries with HMAC-SHA256 and this secret."`
+	PG            string `name:"pg" placeholder:"DSN" help:"Write one row per accepted order to this PostgreSQL database (the order-rows sink; tables onceflow_orders and onceflow_sink_keys, created when missing)."`
 }
 
 // Run runs the replica.
 func (c *RunOrdersCmd) Run(env *Env) error {
-	return runReplica(env, c.ReplicaFlags, orders.Topology(c.Input, c.Output))
+	if c.Webhook == "" && c.PG == "" {
+		return runReplica(env, c.ReplicaFlags, orders.Topology(c.Input, c.Output))
+	}
+	var s orders.Sinks
+	if c.Webhook != "" {
+		hook, err := httpsink.New(httpsink.Config{URL: c.Webhook, Secret: []byte(c.WebhookSecret)})
+		if err != nil {
+			return err
+		}
+		s.Notify = hook
+	}
+	if c.PG != "" {
+		pool, err := pgxpool.New(env.Ctx, c.PG)
+		if err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		defer pool.Close()
+		rows, err := pgsink.New(pgsink.Config{DB: pool, Effect: orders.RowsEffect("")})
+		if err != nil {
+			return err
+		}
+		if err := orders.CreateRowsTable(env.Ctx, pool, ""); err != nil {
+			return err
+		}
+		if err := rows.CreateTable(env.Ctx); err != nil {
+			return err
+		}
+		s.Rows = rows
+	}
+	return runReplica(env, c.ReplicaFlags, orders.TopologyWithSinks(c.Input, c.Output, s))
 }
 
 // ReplicaFlags are the flags of every replica.
@@ -44,6 +80,7 @@ type ReplicaFlags struct {
 	MetricsAddr    string        `name:"metrics-addr" help:"Serve /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:9100)."`
 	CommitInterval time.Duration `name:"commit-interval" default:"100ms" help:"How often a transaction commits."`
 	OnlySinks      bool          `name:"only-sinks" help:"Run only the sink runner (deliver the external sinks' outboxes), no processing."`
+	SinkParallel   int           `name:"sink-parallelism" help:"Deliveries of one outbox partition out at once, each for another record key (0: the default, 16)."`
 }
 
 // RunCopyCmd is `onceflow run copy`.
@@ -73,6 +110,7 @@ func runReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
 		CommitInterval: f.CommitInterval,
 		StateDir:       f.StateDir,
 		OnlySinks:      f.OnlySinks,
+		Sinks:          sinks.RunnerConfig{Parallelism: f.SinkParallel},
 		TLS:            tlsCfg,
 		SASLMechanism:  f.SASLMechanism,
 		SASLUser:       f.SASLUser,
