@@ -79,6 +79,10 @@ type ReplicaFlags struct {
 	StateDir       string        `name:"state-dir" type:"path" help:"Directory for local state."`
 	MetricsAddr    string        `name:"metrics-addr" help:"Serve /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:9100)."`
 	CommitInterval time.Duration `name:"commit-interval" default:"100ms" help:"How often a transaction commits."`
+	CommitTimeout  time.Duration `name:"commit-timeout" help:"Deadline of each step that ends a transaction; past it the producer is dropped and the replica rewinds (0: half the transaction timeout)."`
+	StallTimeout   time.Duration `name:"stall-timeout" help:"Report a partition with input pending and no commit for this long (log, metrics, /healthz 503) (0: 2m)."`
+	MaxClockSkew   time.Duration `name:"max-clock-skew" help:"How far ahead of the wall clock a record's timestamp may move stream time (0: 1h)."`
+	CleanupDelay   time.Duration `name:"state-cleanup-delay" help:"Delete local state of tasks not owned for this long (0: 10m)."`
 	OnlySinks      bool          `name:"only-sinks" help:"Run only the sink runner (deliver the external sinks' outboxes), no processing."`
 	SinkParallel   int           `name:"sink-parallelism" help:"Deliveries of one outbox partition out at once, each for another record key (0: the default, 16)."`
 }
@@ -103,20 +107,24 @@ func runReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p, err := processor.New(processor.Config{
-		Brokers:        f.BrokerList(),
-		ApplicationID:  f.AppID,
-		InstanceID:     f.InstanceID,
-		Guarantee:      processor.Guarantee(f.Guarantee),
-		CommitInterval: f.CommitInterval,
-		StateDir:       f.StateDir,
-		OnlySinks:      f.OnlySinks,
-		Sinks:          sinks.RunnerConfig{Parallelism: f.SinkParallel},
-		TLS:            tlsCfg,
-		SASLMechanism:  f.SASLMechanism,
-		SASLUser:       f.SASLUser,
-		SASLPassword:   f.SASLPassword,
-		Logger:         env.Logger,
-		Registerer:     reg,
+		Brokers:           f.BrokerList(),
+		ApplicationID:     f.AppID,
+		InstanceID:        f.InstanceID,
+		Guarantee:         processor.Guarantee(f.Guarantee),
+		CommitInterval:    f.CommitInterval,
+		CommitTimeout:     f.CommitTimeout,
+		StallTimeout:      f.StallTimeout,
+		MaxClockSkew:      f.MaxClockSkew,
+		StateCleanupDelay: f.CleanupDelay,
+		StateDir:          f.StateDir,
+		OnlySinks:         f.OnlySinks,
+		Sinks:             sinks.RunnerConfig{Parallelism: f.SinkParallel},
+		TLS:               tlsCfg,
+		SASLMechanism:     f.SASLMechanism,
+		SASLUser:          f.SASLUser,
+		SASLPassword:      f.SASLPassword,
+		Logger:            env.Logger,
+		Registerer:        reg,
 	}, t)
 	if err != nil {
 		return err
