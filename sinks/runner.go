@@ -25,6 +25,30 @@ const (
 	// HeaderOutbox names the outbox record of a dead-lettered delivery
 	// ("topic/partition/offset").
 	HeaderOutbox = "onceflow-sink-outbox"
+	// HeaderCommand marks an outbox record as a command to the runner
+	// rather than a new delivery request: CommandRedrive or
+	// CommandResolve, for the delivery whose idempotency key the record
+	// carries (see onceflow dlq redrive, onceflow sinks unknown resolve).
+	// The record carries the delivery's payload and record key too.
+	HeaderCommand = "onceflow-sink-command"
+	// HeaderResolveAs is the outcome a CommandResolve gives a parked
+	// delivery: ResolveSucceeded, ResolveFailed or ResolveRetry.
+	HeaderResolveAs = "onceflow-sink-resolve-as"
+)
+
+// Commands (HeaderCommand values) and resolutions (HeaderResolveAs).
+const (
+	// CommandRedrive delivers a dead-lettered delivery again, under its
+	// idempotency key, with a fresh retry budget.
+	CommandRedrive = "redrive"
+	// CommandResolve settles a delivery parked as unknown.
+	CommandResolve = "resolve"
+	// ResolveSucceeded: the effect happened; never sent again.
+	ResolveSucceeded = "succeeded"
+	// ResolveFailed: it did not happen and must not; dead-lettered.
+	ResolveFailed = "failed"
+	// ResolveRetry: it did not happen; sent again under the same key.
+	ResolveRetry = "retry"
 )
 
 // RunnerConfig configures the sink runner: how it retries and how many

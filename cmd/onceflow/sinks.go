@@ -65,7 +65,43 @@ func (c *SinksStatusCmd) Run(env *Env) error {
 
 // SinksUnknownCmd is `onceflow sinks unknown`.
 type SinksUnknownCmd struct {
-	List SinksUnknownListCmd `cmd:"" help:"List a sink's deliveries parked as unknown."`
+	List    SinksUnknownListCmd    `cmd:"" help:"List a sink's deliveries parked as unknown."`
+	Resolve SinksUnknownResolveCmd `cmd:"" help:"Settle a delivery parked as unknown: as succeeded (never sent), failed (dead-lettered) or retry (sent again under the same key)."`
+}
+
+// SinksUnknownResolveCmd is `onceflow sinks unknown resolve`.
+type SinksUnknownResolveCmd struct {
+	appFlags `embed:""`
+	Sink     string `name:"sink" required:"" help:"The sink."`
+	Key      string `arg:"" name:"key" help:"The delivery's idempotency key."`
+	As       string `name:"as" required:"" enum:"succeeded,failed,retry" help:"The outcome: succeeded, failed or retry."`
+}
+
+// Run writes the resolve command to the sink's outbox.
+func (c *SinksUnknownResolveCmd) Run(env *Env) error {
+	opts, err := c.clientOptions()
+	if err != nil {
+		return err
+	}
+	cmd, err := sinkadmin.Resolve(env.Ctx, c.BrokerList(), c.AppID, c.Sink, c.Key, c.As, opts...)
+	if err != nil {
+		return err
+	}
+	return printCommand(env, c.JSON, cmd)
+}
+
+// printCommand reports a command written to an outbox.
+func printCommand(env *Env, asJSON bool, c sinkadmin.Command) error {
+	if asJSON {
+		return json.NewEncoder(env.Stdout).Encode(c)
+	}
+	what := c.Command
+	if c.As != "" {
+		what += " as " + c.As
+	}
+	fmt.Fprintf(env.Stdout, "%s of %s written to %s/%d at offset %d; the sink runner that owns the partition applies it in order\n",
+		what, c.Key, c.Outbox, c.Partition, c.Offset)
+	return nil
 }
 
 // SinksUnknownListCmd is `onceflow sinks unknown list`.
@@ -101,8 +137,34 @@ func (c *SinksUnknownListCmd) Run(env *Env) error {
 
 // DLQCmd is `onceflow dlq`.
 type DLQCmd struct {
-	List DLQListCmd `cmd:"" help:"List a sink's dead letters."`
-	Show DLQShowCmd `cmd:"" help:"Show one dead letter, payload included."`
+	List    DLQListCmd    `cmd:"" help:"List a sink's dead letters."`
+	Show    DLQShowCmd    `cmd:"" help:"Show one dead letter, payload included."`
+	Redrive DLQRedriveCmd `cmd:"" help:"Deliver a dead letter again, under its idempotency key (once, with a fresh retry budget)."`
+}
+
+// DLQRedriveCmd is `onceflow dlq redrive`.
+type DLQRedriveCmd struct {
+	appFlags `embed:""`
+	Sink     string   `name:"sink" required:"" help:"The sink."`
+	Keys     []string `arg:"" name:"key" help:"Idempotency keys of the dead letters to redrive."`
+}
+
+// Run writes a redrive command per key to the sink's outbox.
+func (c *DLQRedriveCmd) Run(env *Env) error {
+	opts, err := c.clientOptions()
+	if err != nil {
+		return err
+	}
+	for _, k := range c.Keys {
+		cmd, err := sinkadmin.Redrive(env.Ctx, c.BrokerList(), c.AppID, c.Sink, k, opts...)
+		if err != nil {
+			return err
+		}
+		if err := printCommand(env, c.JSON, cmd); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DLQListCmd is `onceflow dlq list`.

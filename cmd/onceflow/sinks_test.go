@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/verify"
 	"github.com/onceflow/onceflow/sinks"
 )
 
@@ -30,7 +32,7 @@ func TestSinksAndDLQCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	for _, topic := range []string{"shop-sink-hook-ledger-changelog", "shop-sink-hook-dlq"} {
+	for _, topic := range []string{"shop-sink-hook", "shop-sink-hook-ledger-changelog", "shop-sink-hook-dlq"} {
 		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, topic); err != nil {
 			t.Fatal(err)
 		}
@@ -42,6 +44,8 @@ func TestSinksAndDLQCommands(t *testing.T) {
 	recs := []*kgo.Record{
 		entry("hook:a", sinkrunner.Succeeded), entry("hook:b", sinkrunner.Succeeded), entry("hook:c", sinkrunner.Unknown),
 		entry("hook:d", sinkrunner.DeadLettered),
+		{Topic: "shop-sink-hook-ledger-changelog", Key: []byte("hook:e"),
+			Value: sinkrunner.EncodeEntry(sinkrunner.Entry{State: sinkrunner.Unknown, Attempts: 1, RecordKey: []byte("c-5"), Payload: []byte(`{"order":"o-5"}`)})},
 		{Topic: "shop-sink-hook-dlq", Value: []byte(`{"order":"o-4"}`), Headers: []kgo.RecordHeader{
 			{Key: sinks.HeaderIdempotencyKey, Value: []byte("hook:d")}, {Key: sinks.HeaderError, Value: []byte("status 400")},
 			{Key: sinks.HeaderAttempts, Value: []byte("1")}, {Key: sinks.HeaderClass, Value: []byte("permanent")}}},
@@ -54,12 +58,14 @@ func TestSinksAndDLQCommands(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"sinks", "status"}, []string{"SINK  DELIVERIES  PENDING  SUCCEEDED  FAILED  DEAD-LETTERED  UNKNOWN  IN-FLIGHT", "hook  4           0        2          0       1              1        0"}},
-		{[]string{"sinks", "status", "--json"}, []string{`"sink":"hook"`, `"succeeded":2`, `"unknown":1`}},
-		{[]string{"sinks", "unknown", "list", "--sink", "hook"}, []string{"hook:c", "shop-orders/0/7", "no answer", "1 unknown"}},
+		{[]string{"sinks", "status"}, []string{"SINK  DELIVERIES  PENDING  SUCCEEDED  FAILED  DEAD-LETTERED  UNKNOWN  IN-FLIGHT", "hook  5           0        2          0       1              2        0"}},
+		{[]string{"sinks", "status", "--json"}, []string{`"sink":"hook"`, `"succeeded":2`, `"unknown":2`}},
+		{[]string{"sinks", "unknown", "list", "--sink", "hook"}, []string{"hook:c", "shop-orders/0/7", "no answer", "2 unknown"}},
 		{[]string{"dlq", "list", "--sink", "hook"}, []string{"0/0", "hook:d", "permanent", "status 400", "1 dead letters"}},
 		{[]string{"dlq", "show", "--sink", "hook", "--key", "hook:d"}, []string{"idempotency key  hook:d", `payload          {"order":"o-4"}`}},
 		{[]string{"dlq", "show", "--sink", "hook", "--at", "0/0", "--json"}, []string{`"idempotency_key":"hook:d"`}},
+		{[]string{"dlq", "redrive", "--sink", "hook", "hook:d"}, []string{"redrive of hook:d written to shop-sink-hook/0 at offset 0"}},
+		{[]string{"sinks", "unknown", "resolve", "--sink", "hook", "hook:e", "--as", "retry", "--json"}, []string{`"command":"resolve"`, `"as":"retry"`, `"offset":1`}},
 	} {
 		code, out, errOut := cli(t, ctx, append(tc.args, "--brokers", brokers, "--app-id", "shop")...)
 		if code != exitOK {
@@ -74,5 +80,27 @@ func TestSinksAndDLQCommands(t *testing.T) {
 	}
 	if code, _, errOut := cli(t, ctx, "dlq", "show", "--brokers", brokers, "--app-id", "shop", "--sink", "hook", "--key", "nope"); code != exitError || !strings.Contains(errOut, "no dead letter") {
 		t.Errorf("dlq show of a missing key: exit %d, stderr %q", code, errOut)
+	}
+	for _, args := range [][]string{
+		{"sinks", "unknown", "resolve", "--sink", "hook", "hook:a", "--as", "retry"},
+		{"sinks", "unknown", "resolve", "--sink", "hook", "hook:c", "--as", "retry"}, // parked without its payload
+		{"dlq", "redrive", "--sink", "hook", "hook:a"},
+	} {
+		if code, _, errOut := cli(t, ctx, append(args, "--brokers", brokers, "--app-id", "shop")...); code != exitError || !strings.Contains(errOut, "not in a state") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	// The commands are in the outbox, with the deliveries' payloads.
+	outbox, err := verify.ReadAll(ctx, b.Addrs(), "shop-sink-hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range outbox {
+		got = append(got, fmt.Sprintf("%s %s %s %s %s", r.Headers[sinks.HeaderCommand], r.Headers[sinks.HeaderResolveAs],
+			r.Headers[sinks.HeaderIdempotencyKey], r.Key, r.Value))
+	}
+	if want := `redrive  hook:d  {"order":"o-4"}|resolve retry hook:e c-5 {"order":"o-5"}`; strings.Join(got, "|") != want {
+		t.Errorf("outbox:\n%s\nwant\n%s", strings.Join(got, "|"), want)
 	}
 }

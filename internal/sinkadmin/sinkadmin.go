@@ -1,8 +1,10 @@
 // Package sinkadmin reads what the sink runner leaves in Kafka, for the
 // CLI: each sink's delivery ledger (its compacted changelog topic
 // "<app>-sink-<name>-ledger-changelog", the latest entry per idempotency
-// key) and its dead-letter topic ("<app>-sink-<name>-dlq"). It only reads:
-// it never changes a ledger or a topic.
+// key) and its dead-letter topic ("<app>-sink-<name>-dlq"). It never
+// changes a ledger itself: Redrive and Resolve (control.go) write a command
+// record to the sink's outbox, and the runner that owns the partition
+// applies it in order.
 package sinkadmin
 
 import (
@@ -44,6 +46,8 @@ type Status struct {
 type Delivery struct {
 	Sink string `json:"sink"`
 	Key  string `json:"key"`
+	// Partition is the ledger's partition, which is the outbox's.
+	Partition int32 `json:"partition"`
 	sinkrunner.Entry
 }
 
@@ -117,9 +121,11 @@ func Ledger(ctx context.Context, brokers []string, app, sink string, extra ...kg
 // tombstone removes the key); bad counts values that did not decode.
 func latest(sink string, recs []verify.Record) (ds []Delivery, bad int) {
 	byKey := map[string]sinkrunner.Entry{}
+	part := map[string]int32{}
 	undecodable := map[string]bool{}
 	for _, r := range recs {
 		k := string(r.Key)
+		part[k] = r.Partition
 		delete(undecodable, k)
 		if r.Value == nil {
 			delete(byKey, k)
@@ -134,7 +140,7 @@ func latest(sink string, recs []verify.Record) (ds []Delivery, bad int) {
 		byKey[k] = e
 	}
 	for k, e := range byKey {
-		ds = append(ds, Delivery{Sink: sink, Key: k, Entry: e})
+		ds = append(ds, Delivery{Sink: sink, Key: k, Partition: part[k], Entry: e})
 	}
 	slices.SortFunc(ds, func(a, b Delivery) int { return strings.Compare(a.Key, b.Key) })
 	return ds, len(undecodable)

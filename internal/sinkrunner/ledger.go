@@ -45,6 +45,15 @@ type Entry struct {
 	Source    string    `json:"source,omitempty"`
 	First     time.Time `json:"first"`
 	Updated   time.Time `json:"updated"`
+	// Command is one past the outbox offset of the last command (redrive,
+	// resolve) applied to the delivery: a command at a lower offset,
+	// read again after a restart or a move, was applied already.
+	Command int64 `json:"command,omitempty"`
+	// RecordKey and Payload are the outbox record of a delivery parked as
+	// unknown, kept so that resolving it as retry can send it again after
+	// the outbox record is gone.
+	RecordKey []byte `json:"record_key,omitempty"`
+	Payload   []byte `json:"payload,omitempty"`
 }
 
 // Action is what the runner does next with a delivery.
@@ -159,6 +168,16 @@ func (e Entry) Resolve(to State, at time.Time) (Entry, error) {
 		return e, fmt.Errorf("%w: resolve to %s", ErrTransition, to)
 	}
 	e.State, e.InFlight, e.Updated = to, false, at
+	return e, nil
+}
+
+// Redrive makes a dead-lettered delivery pending again, with a fresh
+// retry budget (Attempts counts from the redrive).
+func (e Entry) Redrive(at time.Time) (Entry, error) {
+	if e.State != DeadLettered {
+		return e, fmt.Errorf("%w: redrive in state %s", ErrTransition, e.State)
+	}
+	e.State, e.Attempts, e.InFlight, e.Updated = Pending, 0, false, at
 	return e, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,8 @@ func step(e Entry, ev []string, idempotent bool, at time.Time) (string, Entry) {
 		next, err = e.DeadLettered(at)
 	case "resolve":
 		next, err = e.Resolve(State(ev[1]), at)
+	case "redrive":
+		next, err = e.Redrive(at)
 	default:
 		return "unknown event " + ev[0], e
 	}
@@ -91,7 +94,7 @@ func step(e Entry, ev []string, idempotent bool, at time.Time) (string, Entry) {
 		s += " in-flight"
 	}
 	// An entry decodes to what was encoded.
-	if back, err := DecodeEntry(EncodeEntry(next)); err != nil || back != next {
+	if back, err := DecodeEntry(EncodeEntry(next)); err != nil || !reflect.DeepEqual(back, next) {
 		return fmt.Sprintf("round trip: %v %+v", err, back), e
 	}
 	return s, next

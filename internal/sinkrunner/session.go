@@ -304,7 +304,15 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 		r.log.Error("read ledger", "sink", sk.name, "key", key, "error", err)
 		return false
 	}
-	e, act := e.Resume(sk.idempotent, r.cfg.Now())
+	var act Action
+	if header(rec.Headers, sinks.HeaderCommand) != "" {
+		var ok bool
+		if e, act, ok = r.command(ctx, p, rec, key, e); !ok {
+			return false
+		}
+	} else {
+		e, act = e.Resume(sk.idempotent, r.cfg.Now())
+	}
 	var first time.Time
 	for {
 		if r.crashed.Load() {
@@ -315,6 +323,7 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 			r.m.deliveries.WithLabelValues(sk.name, OutcomeSkipped).Inc()
 			return true
 		case Park:
+			e.RecordKey, e.Payload = rec.Key, rec.Value // kept for a resolve as retry
 			if !r.record(ctx, p, key, e, nil) {
 				return false
 			}

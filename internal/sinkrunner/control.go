@@ -1,0 +1,77 @@
+package sinkrunner
+
+import (
+	"context"
+
+	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/sinks"
+)
+
+// command applies a command record of the outbox (sinks.HeaderCommand) to
+// the ledger entry of the delivery it names, and says what follows. A
+// command is read in outbox order on the partition that holds the
+// delivery, by the runner that owns it, so it never races an attempt; it
+// carries the delivery's payload and record key, so the delivery can be
+// sent again after its own outbox record is gone.
+//
+//   - redrive: a dead-lettered delivery becomes pending with a fresh retry
+//     budget and is delivered under its idempotency key.
+//   - resolve: a delivery parked as unknown becomes succeeded (recorded,
+//     never sent), failed (dead-lettered) or pending (sent again).
+//
+// A command read again after a restart (its offset is below the entry's
+// Command) or one the entry's state does not allow is skipped, with a
+// warning. It returns false when the ledger could not be written.
+func (r *Runner) command(ctx context.Context, p *partition, rec *kafka.Record, key string, e Entry) (Entry, Action, bool) {
+	sk := p.sink
+	cmd := header(rec.Headers, sinks.HeaderCommand)
+	as := header(rec.Headers, sinks.HeaderResolveAs)
+	log := r.log.With("sink", sk.name, "key", key, "command", cmd, "offset", rec.Offset)
+	if e.Command > rec.Offset {
+		log.Debug("command applied already")
+		return e, Skip, true
+	}
+	now := r.cfg.Now()
+	was := e.State
+	var next Entry
+	var err error
+	switch cmd {
+	case sinks.CommandRedrive:
+		next, err = e.Redrive(now)
+	case sinks.CommandResolve:
+		to := map[string]State{sinks.ResolveSucceeded: Succeeded, sinks.ResolveFailed: Failed, sinks.ResolveRetry: Pending}[as]
+		if to == "" {
+			log.Warn("command ignored: unknown resolution", "as", as)
+			return e, Skip, true
+		}
+		next, err = e.Resolve(to, now)
+	default:
+		log.Warn("command ignored: unknown command")
+		return e, Skip, true
+	}
+	if err != nil {
+		log.Warn("command ignored", "state", e.State, "error", err)
+		return e, Skip, true
+	}
+	next.Command = rec.Offset + 1
+	next.RecordKey, next.Payload = nil, nil
+	if was == Unknown {
+		r.m.unknown.WithLabelValues(sk.name).Dec()
+		p.ss.unkSub(sk.name)
+	}
+	log.Info("command applied", "from", was, "to", next.State)
+	switch next.State {
+	case Succeeded:
+		return next, Skip, r.record(ctx, p, key, next, nil)
+	case Failed:
+		return next, DeadLetter, true
+	}
+	return next, Deliver, true
+}
+
+// unkSub takes a resolved delivery off this session's unknown count.
+func (ss *session) unkSub(name string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.unk[name]--
+}
