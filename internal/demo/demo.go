@@ -9,7 +9,15 @@
 // reports what each replica process restored (from its own metrics), then
 // reads everything back read_committed and checks it against the truth:
 // every input accounted for exactly once, rejections by reason equal to
-// what was injected, totals equal to the truth. The run's temporary
+// what was injected, totals equal to the truth.
+//
+// The topology has its external sinks: each replica runs a sink runner
+// that notifies a webhook receiver served in this process (misbehaving a
+// little) once per accepted order, and writes one PostgreSQL row per
+// accepted order when a server is reachable. Before the replicas stop, the
+// demo waits until the receiver has applied one effect per accepted event
+// (and PostgreSQL holds one row per accepted event), then reports the
+// effects, the duplicate effects (0) and the rows. The run's temporary
 // directory is removed at the end, on errors and cancellation too.
 package demo
 
@@ -69,6 +77,14 @@ type Config struct {
 	Progress io.Writer
 	// Logger: default none.
 	Logger hclog.Logger
+	// PG is a PostgreSQL DSN for the rows sink. When the server answers,
+	// the run writes one row per accepted order in a schema of its own
+	// (dropped at the end); "" or unreachable: the demo runs without the
+	// rows sink and says so on Progress.
+	PG string
+	// SinkTimeout bounds the wait, once all input is committed, for the
+	// sinks to hold one effect per accepted event. Default 2 minutes.
+	SinkTimeout time.Duration
 }
 
 // Result is what the demo reports. JSON names are a contract.
@@ -114,6 +130,20 @@ type Result struct {
 	// owned all input partitions (the group's session timeout, mostly).
 	TakeoverSeconds float64 `json:"takeover_seconds"`
 	Seconds         float64 `json:"seconds"`
+	// SinkEffects is the number of distinct effects (one per idempotency
+	// key) the webhook receiver applied; with exactly-once effects it
+	// equals EventsAccepted.
+	SinkEffects int `json:"sink_effects"`
+	// SinkDuplicateEffects counts effects the receiver applied for a
+	// payload it had applied already under another key. Must be 0.
+	SinkDuplicateEffects int `json:"sink_duplicate_effects"`
+	// SinkRequests is how many requests the receiver answered (retries
+	// and re-sends included).
+	SinkRequests int `json:"sink_requests"`
+	// Postgres says whether the PostgreSQL rows sink ran; PostgresRows is
+	// then the rows it wrote (one per accepted event).
+	Postgres     bool `json:"postgres"`
+	PostgresRows int  `json:"postgres_rows,omitempty"`
 	// LogDir holds the replicas' logs when Config.KeepLogs is set; "" when
 	// the run's directory was removed.
 	LogDir string `json:"log_dir,omitempty"`
@@ -163,6 +193,15 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		kept = "kept"
 	}
 	fmt.Fprintf(progress, "embedded broker on %s; replica logs and state in %s (%s)\n", brokers[0], dir, kept)
+	ext, err := startSinks(ctx, cfg, progress)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if cerr := ext.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
@@ -183,11 +222,11 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	start := time.Now()
 	for i := range reps {
 		name := fmt.Sprintf("replica-%d", i+1)
-		if reps[i], err = startReplica(cfg.Executable, brokers[0], name, name, dir); err != nil {
+		if reps[i], err = startReplica(cfg.Executable, brokers[0], name, name, dir, ext.replicaArgs()); err != nil {
 			return res, err
 		}
 	}
-	fmt.Fprintf(progress, "started %d replicas of the orders topology (exactly-once, Pebble state each)\n", cfg.Replicas)
+	fmt.Fprintf(progress, "started %d replicas of the orders topology with its external sinks (exactly-once, Pebble state and a sink runner each)\n", cfg.Replicas)
 
 	fmt.Fprintf(progress, "writing %d order events to %s at %.0f/s (6 partitions; 10%% duplicates, 1%% conflicts, 5%% out of order)\n",
 		cfg.Records, input, cfg.Rate)
@@ -212,7 +251,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 
 	bar := progressbar.NewOptions(cfg.Records, progressbar.OptionSetWriter(progress), progressbar.OptionSetDescription("committed"),
 		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
-	k := killer{cfg: cfg, res: &res, reps: reps, adm: adm, dir: dir, broker: brokers[0], progress: progress, killAt: cfg.Records * 2 / 5}
+	k := killer{cfg: cfg, res: &res, reps: reps, adm: adm, dir: dir, broker: brokers[0], args: ext.replicaArgs(), progress: progress, killAt: cfg.Records * 2 / 5}
 	for {
 		select {
 		case p := <-produced:
@@ -247,6 +286,11 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	elapsed := time.Since(start)
 	bar.Finish()
+	fmt.Fprintf(progress, "all input committed in %.1fs; waiting for the sinks to hold one effect per accepted event (%d)\n", elapsed.Seconds(), truth.Accepted)
+	if err := ext.wait(ctx, truth.Accepted, cfg.SinkTimeout, progress); err != nil {
+		return res, err
+	}
+	sinksDone := time.Since(start)
 	if err := truth.WriteFile(filepath.Join(dir, "truth.json")); err != nil {
 		return res, fmt.Errorf("demo: %w", err)
 	}
@@ -269,8 +313,8 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	for _, n := range res.RestoredBy {
 		res.RestoredRecords += n
 	}
-	fmt.Fprintf(progress, "all input committed in %.1fs; changelog records restored: %s; verifying with a read_committed reader\n",
-		elapsed.Seconds(), res.RestoredSummary())
+	fmt.Fprintf(progress, "sinks done %.1fs after the start; changelog records restored: %s; verifying with a read_committed reader\n",
+		sinksDone.Seconds(), res.RestoredSummary())
 
 	rep, err := verify.CheckTruth(ctx, brokers, truth, input, output, rejected)
 	if err != nil {
@@ -283,11 +327,16 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	res.ConflictsInjected, res.ConflictsRejected = truth.ConflictsInjected, rep.Rejected[gen.ReasonConflict]
 	res.StaleInjected, res.StaleRejected = truth.StaleInjected, rep.Rejected[gen.ReasonStale]
 	res.TotalsMatch = rep.TotalsMatch
+	if err := ext.report(ctx, &res); err != nil {
+		return res, err
+	}
 	res.ExactlyOnce = rep.OK && rep.Input == cfg.Records &&
 		res.EventsAccepted == truth.Accepted &&
 		res.DuplicatesRejected == res.DuplicatesInjected &&
 		res.ConflictsRejected == res.ConflictsInjected &&
-		res.StaleRejected == res.StaleInjected && res.TotalsMatch
+		res.StaleRejected == res.StaleInjected && res.TotalsMatch &&
+		res.SinkEffects == res.EventsAccepted && res.SinkDuplicateEffects == 0 &&
+		(!res.Postgres || res.PostgresRows == res.EventsAccepted)
 	res.Seconds = elapsed.Seconds()
 	res.RecordsPerSec = float64(cfg.Records) / elapsed.Seconds()
 	return res, nil
@@ -302,6 +351,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Records < 0 || cfg.Replicas < 2 || cfg.Rate < 0 {
 		return cfg, fmt.Errorf("demo: want records > 0, at least 2 replicas and a rate >= 0, got %d, %d and %v", cfg.Records, cfg.Replicas, cfg.Rate)
+	}
+	if cfg.SinkTimeout == 0 {
+		cfg.SinkTimeout = 2 * time.Minute
 	}
 	if cfg.Rate == 0 {
 		cfg.Rate = max(float64(cfg.Records)/20, 1000)
@@ -343,6 +395,7 @@ type killer struct {
 	adm      *kadm.Client
 	dir      string
 	broker   string
+	args     []string // the replicas' sink flags
 	progress io.Writer
 	killAt   int
 
@@ -383,7 +436,7 @@ func (k *killer) step(ctx context.Context, done int) error {
 		name := k.reps[k.victim].name
 		fmt.Fprintf(k.progress, "\nthe other replicas took over %s's partitions %.1fs after the kill (session timeout); starting %s again on its own state\n",
 			name, k.res.TakeoverSeconds, name)
-		r, err := startReplica(k.cfg.Executable, k.broker, name+" (restarted)", name, k.dir)
+		r, err := startReplica(k.cfg.Executable, k.broker, name+" (restarted)", name, k.dir, k.args)
 		if err != nil {
 			return err
 		}
@@ -506,8 +559,9 @@ type replica struct {
 }
 
 // startReplica starts a replica process called name, with the Pebble state
-// of base (so a restarted replica has its own state back) and its own log.
-func startReplica(exe, broker, name, base, dir string) (*replica, error) {
+// of base (so a restarted replica has its own state back), its own log,
+// and the sink flags args.
+func startReplica(exe, broker, name, base, dir string, args []string) (*replica, error) {
 	file := strings.ReplaceAll(strings.NewReplacer("(", "", ")", "").Replace(name), " ", "-")
 	path := filepath.Join(dir, file+".log")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -518,6 +572,7 @@ func startReplica(exe, broker, name, base, dir string) (*replica, error) {
 	cmd := exec.Command(exe, "run", "orders", "--brokers", broker, "--app-id", app, "--instance-id", base,
 		"--input", input, "--output", output, "--log-level", "info",
 		"--state-dir", filepath.Join(dir, base+"-state"), "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	cmd.Args = append(cmd.Args, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()

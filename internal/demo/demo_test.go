@@ -32,7 +32,8 @@ func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const records = 20000
-	res, err := demo.Run(ctx, demo.Config{Records: records, Executable: exe, TempDir: t.TempDir(), KeepLogs: true})
+	res, err := demo.Run(ctx, demo.Config{Records: records, Executable: exe, TempDir: t.TempDir(), KeepLogs: true,
+		PG: os.Getenv("ONCEFLOW_PG_DSN")})
 	if err != nil {
 		t.Fatalf("demo: %v", err)
 	}
@@ -42,6 +43,17 @@ func TestDemo(t *testing.T) {
 	}
 	if res.RecordsIn != records || res.Missing != 0 || res.Duplicates != 0 || res.Unexpected != 0 {
 		t.Errorf("counts: %+v", res)
+	}
+	// One effect per accepted event at the webhook receiver, none twice,
+	// and one row per accepted event when PostgreSQL is there.
+	if res.SinkEffects != res.EventsAccepted || res.EventsAccepted == 0 || res.SinkDuplicateEffects != 0 {
+		t.Errorf("sink effects %d for %d accepted events, %d duplicate effects", res.SinkEffects, res.EventsAccepted, res.SinkDuplicateEffects)
+	}
+	if res.SinkRequests <= res.SinkEffects {
+		t.Errorf("%d requests for %d effects: the receiver's misbehaviour caused no retry", res.SinkRequests, res.SinkEffects)
+	}
+	if dsn := os.Getenv("ONCEFLOW_PG_DSN"); dsn != "" && (!res.Postgres || res.PostgresRows != res.EventsAccepted) {
+		t.Errorf("postgres used %t, %d rows for %d accepted events", res.Postgres, res.PostgresRows, res.EventsAccepted)
 	}
 	if res.DuplicatesRejected != res.DuplicatesInjected || res.DuplicatesInjected == 0 ||
 		res.ConflictsRejected != res.ConflictsInjected || res.ConflictsInjected == 0 ||
