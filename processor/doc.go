@@ -38,6 +38,8 @@
 //	onceflow_dedup_expired_total             dedup entries expired by stream time
 //	onceflow_repartition_purges_total        repartition topics purged up to committed offsets
 //	onceflow_restore_waits_total             restores that waited for an open changelog transaction
+//	onceflow_consumer_lag{topic,partition}   records of an owned input partition not yet processed
+//	onceflow_build_info{version,revision,go_version}  always 1
 //
 // Counters with a label exist at zero for their known labels (outcomes,
 // rejection reasons) before the first event. Stats reads the same

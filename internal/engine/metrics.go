@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"runtime"
+	"strconv"
+
 	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/version"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -92,6 +96,18 @@ type metrics struct {
 	expired        prometheus.Counter
 	purges         prometheus.Counter
 	restoreWaits   prometheus.Counter
+	consumerLag    *prometheus.GaugeVec
+	buildInfo      *prometheus.GaugeVec
+}
+
+// lag is the gauge of one input partition's lag.
+func (m *metrics) lag(topic string, partition int32) prometheus.Gauge {
+	return m.consumerLag.WithLabelValues(topic, strconv.Itoa(int(partition)))
+}
+
+// dropLag removes the lag series of a partition the replica gave up.
+func (m *metrics) dropLag(topic string, partition int32) {
+	m.consumerLag.DeleteLabelValues(topic, strconv.Itoa(int(partition)))
 }
 
 func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, error) {
@@ -138,6 +154,12 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 		purges:         counter("onceflow_repartition_purges_total", "Purges of repartition topics up to the committed offsets (one per topic and purge)."),
 		restoreWaits:   counter("onceflow_restore_waits_total", "Restores that waited for a transaction open on their changelog partition to end."),
 	}
+	m.consumerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "onceflow_consumer_lag",
+		Help: "Records of an owned input partition not yet processed: its end offset as last fetched minus the offset after the last record processed.", ConstLabels: labels}, []string{"topic", "partition"})
+	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "onceflow_build_info",
+		Help: "Always 1: onceflow's module version, the commit it was built from when known, and the Go version.", ConstLabels: labels}, []string{"version", "revision", "go_version"})
+	v, rev := version.Module()
+	m.buildInfo.WithLabelValues(v, rev, runtime.Version()).Set(1)
 	// Series that exist at zero, so a rate or an alert sees them before
 	// the first event.
 	for _, o := range []string{"committed", "aborted"} {
@@ -152,7 +174,7 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.recordsIn, m.recordsOut, m.rejected, m.transactions, m.commitLatency,
 			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges, m.skewed,
-			m.commitTimeouts, m.stalled, m.oldestPending, m.wipes, m.dropped, m.expired, m.purges, m.restoreWaits} {
+			m.commitTimeouts, m.stalled, m.oldestPending, m.wipes, m.dropped, m.expired, m.purges, m.restoreWaits, m.consumerLag, m.buildInfo} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -24,6 +24,9 @@ func (d *driver) process(b kafka.Batch) {
 	sub := e.g.SubTopologyOf(b.Topic)
 	task := taskName(sub, b.Partition)
 	d.state.SetTask(statestore.Task{SubTopology: sub, Partition: b.Partition})
+	if n := len(b.Records); n > 0 {
+		e.m.lag(b.Topic, b.Partition).Set(float64(max(b.HighWaterMark-b.Records[n-1].Offset-1, 0)))
+	}
 	for i := range b.Records {
 		r := &b.Records[i]
 		if err := d.handle(src, r); err != nil {

@@ -82,6 +82,11 @@ func (h *handler) Cleanup(s kafka.Session) error {
 	close(h.d.finish)
 	<-h.done
 	h.e.producer = h.d.p // nil when the driver had to drop it
+	for topic, parts := range s.Claims() {
+		for _, p := range parts {
+			h.e.m.dropLag(topic, p)
+		}
+	}
 	h.e.log.Debug("session ended", "generation", s.Metadata().GenerationID)
 	return nil
 }

@@ -32,6 +32,10 @@ type Batch struct {
 	Topic     string
 	Partition int32
 	Records   []Record
+	// HighWaterMark is the partition's end offset as last fetched: the
+	// offset after the last record the broker holds (for read_committed:
+	// after the last stable one).
+	HighWaterMark int64
 }
 
 // Session is one generation of group membership.
@@ -184,7 +188,8 @@ func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 				return nil
 			}
 		}
-		b := Batch{Topic: claim.Topic(), Partition: claim.Partition(), Records: make([]Record, 0, min(a.g.batchSize, 1+len(msgs)))}
+		b := Batch{Topic: claim.Topic(), Partition: claim.Partition(), Records: make([]Record, 0, min(a.g.batchSize, 1+len(msgs))),
+			HighWaterMark: claim.HighWaterMarkOffset()}
 		b.Records = append(b.Records, convert(m))
 	fill:
 		for len(b.Records) < a.g.batchSize {

@@ -56,3 +56,36 @@ func Format(info *debug.BuildInfo) string {
 	}
 	return b.String()
 }
+
+// Module returns onceflow's module version and, when the running binary
+// was built from a checkout of onceflow itself with VCS stamping, its
+// commit ("" when unknown). In a program that imports onceflow as a
+// library, the version is the one its go.mod requires.
+func Module() (version, revision string) {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown", ""
+	}
+	return module(info)
+}
+
+func module(info *debug.BuildInfo) (version, revision string) {
+	const path = "github.com/onceflow/onceflow"
+	if info.Main.Path == path {
+		version = info.Main.Version
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	for _, d := range info.Deps {
+		if d.Path == path {
+			version = d.Version
+		}
+	}
+	if version == "" {
+		version = "(devel)"
+	}
+	return version, revision
+}
