@@ -39,8 +39,8 @@ func (c *DemoCmd) Run(env *Env) error {
 			verdict = "EXACTLY-ONCE VIOLATED"
 		}
 		fmt.Fprintf(env.Stdout, `
-onceflow demo: orders topology (dedup, version gate, per-customer totals, webhook and
-PostgreSQL sinks), %d replicas,
+onceflow demo: orders topology (dedup, version gate, per-customer totals, external sinks),
+%d replicas,
 %s killed with SIGKILL at %d committed records, while it owned %d partitions
 (%d records processed) and input was still arriving (%d of %d written); the others took its
 partitions over %.1f s later, then it was restarted on its own state
