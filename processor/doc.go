@@ -51,4 +51,12 @@
 // ending, and a replica that makes no progress on a partition with pending
 // input for Config.StallTimeout says so in its log, its metrics and
 // /healthz (503 with the reason).
+//
+// Status page: Handler serves on / an HTML page that refreshes itself
+// every few seconds (no scripts, no front-end build): the replica's group
+// session, its tasks with partition, lag and state (restoring, running,
+// stalled), transactions with their rate and the last commit latency's
+// headroom to the transaction timeout, rejections by reason, and the
+// sinks' delivery counts. It renders Status, which a program can read
+// directly; WriteStatusPage renders any snapshot.
 package processor

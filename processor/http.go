@@ -11,6 +11,8 @@ import (
 // Handler serves the replica's endpoints, for the caller to mount on a
 // server of its own (the CLI serves it on --metrics-addr):
 //
+//	/         a status page (HTML, refreshing itself): the replica's
+//	          session, tasks, transactions, rejections and sinks (see Status)
 //	/metrics  the metrics of gatherer (nil: no /metrics)
 //	/healthz  200 "ok" while the replica makes progress; 503 with the
 //	          stall otherwise (see Health)
@@ -18,6 +20,7 @@ import (
 //	          tasks restored; 503 otherwise (see Ready)
 func (p *Processor) Handler(gatherer prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", p.serveStatus)
 	if gatherer != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	}

@@ -128,6 +128,7 @@ type Engine struct {
 	deleteRetention map[string]time.Duration // each changelog's delete.retention.ms
 
 	progress *progress
+	live     live           // session and last commit, for Status
 	closing  sync.WaitGroup // producers being closed in the background
 
 	ready   atomic.Bool

@@ -31,6 +31,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	e.m.assignedTasks.Set(float64(n))
 	e.progress.assign(s.Claims())
 	md := s.Metadata()
+	e.live.session(md, s.Claims())
 	e.log.Info("session started", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(s.Claims()))
 	if err := e.checkInternalOffsets(s.Claims()); err != nil {
 		return nil, err
@@ -76,6 +77,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 // driver commits what it processed (or aborts) before the member rejoins.
 func (h *handler) Cleanup(s kafka.Session) error {
 	h.e.ready.Store(false)
+	h.e.live.session(s.Metadata(), nil)
 	if h.d == nil {
 		return nil // Setup failed
 	}

@@ -200,6 +200,7 @@ func (e *Engine) watch(ctx context.Context, tick <-chan time.Time) {
 		case <-tick:
 		}
 		now := e.progress.now()
+		e.live.sample(now, total(e.m.transactions.WithLabelValues("committed")))
 		stalls, aborts := e.progress.stalls(bound, total(e.m.restored))
 		e.m.stalled.Set(float64(len(stalls)))
 		e.m.oldestPending.Set(e.progress.oldestPending().Seconds())

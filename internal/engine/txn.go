@@ -91,7 +91,9 @@ func (d *driver) commit() {
 	e.purge.committed(d.offsets)
 	e.m.transactions.WithLabelValues("committed").Inc()
 	d.pending.count(e)
-	e.m.commitLatency.Observe(time.Since(start).Seconds())
+	took := time.Since(start)
+	e.m.commitLatency.Observe(took.Seconds())
+	e.live.committed(took)
 	e.m.recordsPerTxn.Observe(float64(d.records))
 	if d.txn != nil {
 		apply := true

@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/onceflow/onceflow/internal/kafka"
+)
+
+// rateWindow is how far back the transaction rate of Status looks.
+const rateWindow = time.Minute
+
+// Status is a snapshot of what a replica is doing, for its status page.
+type Status struct {
+	AppID, InstanceID string
+	// InSession: the replica is in a group session; Generation and
+	// MemberID are those of the session (or of the last one).
+	InSession  bool
+	Generation int32
+	MemberID   string
+	Ready      bool
+	// Restoring: the session's tasks are being restored; RestoreIdle is
+	// the time since the restore started or last restored a record.
+	Restoring   bool
+	RestoreIdle time.Duration
+	Tasks       []TaskStatus
+	Stats       Stats
+	// TxnRate is the transactions committed per second over the last
+	// minute (0 until two samples exist).
+	TxnRate float64
+	// LastCommit is the time the last transaction took to commit (0:
+	// none yet); TransactionTimeout the bound it must stay well below.
+	LastCommit         time.Duration
+	TransactionTimeout time.Duration
+	// Rejections counts rejected records by reason.
+	Rejections map[string]int64
+	// AbortsSinceCommit is the transactions aborted since the last commit.
+	AbortsSinceCommit int
+	StallTimeout      time.Duration
+}
+
+// TaskStatus is one owned input partition.
+type TaskStatus struct {
+	Task      string // "<sub-topology>_<partition>"
+	Topic     string
+	Partition int32
+	// Lag is the records not processed yet, as of the last fetch (-1:
+	// nothing fetched yet).
+	Lag       int64
+	RecordsIn int64
+	// Pending is how long input has been pending without a commit (0:
+	// none); Stalled when longer than the stall timeout.
+	Pending time.Duration
+	Stalled bool
+}
+
+// live is what Status reads beyond the metrics: the session and the last
+// commit. Written at session start and end and once per commit, never per
+// record.
+type live struct {
+	mu struct {
+		sync.Mutex
+		inSession  bool
+		generation int32
+		member     string
+		claims     map[string][]int32
+		lastCommit time.Duration
+		samples    []rateSample
+	}
+}
+
+type rateSample struct {
+	at        time.Time
+	committed int64
+}
+
+// session notes the start (md and claims) or, with claims nil, the end of
+// a group session.
+func (l *live) session(md kafka.GroupMetadata, claims map[string][]int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.inSession = claims != nil
+	l.mu.generation, l.mu.member = md.GenerationID, md.MemberID
+	l.mu.claims = claims
+}
+
+// committed notes how long the last commit took.
+func (l *live) committed(took time.Duration) {
+	l.mu.Lock()
+	l.mu.lastCommit = took
+	l.mu.Unlock()
+}
+
+// sample records the committed-transaction counter at now, keeping a
+// rate window of samples.
+func (l *live) sample(now time.Time, committed int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.samples = append(l.mu.samples, rateSample{now, committed})
+	i := 0
+	for i < len(l.mu.samples)-2 && now.Sub(l.mu.samples[i].at) > rateWindow {
+		i++
+	}
+	l.mu.samples = slices.Delete(l.mu.samples, 0, i)
+}
+
+// rate is the committed transactions per second over the samples.
+func (l *live) rate(now time.Time, committed int64) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.mu.samples) == 0 {
+		return 0
+	}
+	first := l.mu.samples[0]
+	dt := now.Sub(first.at).Seconds()
+	if dt < 1 {
+		return 0
+	}
+	return float64(committed-first.committed) / dt
+}
+
+// Status returns a snapshot of the replica's session, tasks and counters.
+// It reads the metrics and a few fields noted per session and per commit;
+// it never touches the record path.
+func (e *Engine) Status() Status {
+	now := e.progress.now()
+	st := Status{AppID: e.cfg.AppID, InstanceID: e.cfg.InstanceID, Ready: e.Ready(), Stats: e.m.snapshot(),
+		TransactionTimeout: e.cfg.Timeouts.Transaction, StallTimeout: e.stallTimeout()}
+	st.TxnRate = e.live.rate(now, st.Stats.Committed)
+	e.live.mu.Lock()
+	st.InSession, st.Generation, st.MemberID = e.live.mu.inSession, e.live.mu.generation, e.live.mu.member
+	st.LastCommit = e.live.mu.lastCommit
+	claims := maps.Clone(e.live.mu.claims)
+	e.live.mu.Unlock()
+	st.Restoring, _ = e.progress.restoreState()
+	if st.Restoring {
+		_, since := e.progress.restoreState()
+		st.RestoreIdle = now.Sub(since)
+	}
+	st.Rejections = byLabel(e.m.rejected, "reason")
+	st.Tasks, st.AbortsSinceCommit = e.taskStatuses(now, claims)
+	return st
+}
+
+// taskStatuses lists the claimed input partitions, sorted by topic and
+// partition.
+func (e *Engine) taskStatuses(now time.Time, claims map[string][]int32) ([]TaskStatus, int) {
+	lags := map[string]int64{}
+	for _, m := range collect(e.m.consumerLag) {
+		lags[label(m, "topic")+"/"+label(m, "partition")] = int64(m.GetGauge().GetValue())
+	}
+	in := byLabel(e.m.recordsIn, "task")
+	pending, aborts := e.progress.pendingSince()
+	bound := e.stallTimeout()
+	var out []TaskStatus
+	for _, topic := range slices.Sorted(maps.Keys(claims)) {
+		for _, p := range slices.Sorted(slices.Values(claims[topic])) {
+			t := TaskStatus{Task: taskName(e.g.SubTopologyOf(topic), p), Topic: topic, Partition: p, Lag: -1}
+			if lag, ok := lags[topic+"/"+strconv.Itoa(int(p))]; ok {
+				t.Lag = lag
+			}
+			t.RecordsIn = in[t.Task]
+			if since, ok := pending[topicPartition{topic, p}]; ok {
+				t.Pending = now.Sub(since)
+				t.Stalled = t.Pending > bound
+			}
+			out = append(out, t)
+		}
+	}
+	return out, aborts
+}
+
+// pendingSince copies, per partition with uncommitted input, since when.
+func (p *progress) pendingSince() (map[topicPartition]time.Time, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.mu.pending), p.mu.aborts
+}
+
+// collect reads the metrics a collector holds.
+func collect(c prometheus.Collector) []*dto.Metric {
+	ch := make(chan prometheus.Metric, 16)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	var out []*dto.Metric
+	for m := range ch {
+		var pb dto.Metric
+		if m.Write(&pb) == nil {
+			out = append(out, &pb)
+		}
+	}
+	return out
+}
+
+// byLabel sums a counter vector's series by one label.
+func byLabel(c prometheus.Collector, name string) map[string]int64 {
+	out := map[string]int64{}
+	for _, m := range collect(c) {
+		out[label(m, name)] += int64(m.GetCounter().GetValue())
+	}
+	return out
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if strings.EqualFold(l.GetName(), name) {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
