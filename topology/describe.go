@@ -38,13 +38,13 @@ func describeNode(b *strings.Builder, n *graph.Node, depth int) {
 	indent := strings.Repeat("  ", depth)
 	switch n.Kind {
 	case graph.KindSource:
-		fmt.Fprintf(b, "%ssource %s <- topic %s [%s]\n", indent, n.Name, n.Topic, n.Format)
+		fmt.Fprintf(b, "%ssource %s <- topic %s [%s]%s\n", indent, n.Name, n.Topic, n.Format, linkNote(n))
 	case graph.KindSink:
 		if n.Outbox != nil {
 			fmt.Fprintf(b, "%sexternal sink %s -> outbox %s, dead letters %s [%s]\n", indent, n.Outbox.Sink, n.Topic, graph.DLQTopic(n.Topic), n.Format)
 			break
 		}
-		fmt.Fprintf(b, "%ssink %s -> topic %s [%s]\n", indent, n.Name, n.Topic, n.Format)
+		fmt.Fprintf(b, "%ssink %s -> topic %s [%s]%s\n", indent, n.Name, n.Topic, n.Format, linkNote(n))
 	default:
 		var stores []string
 		for _, st := range n.Stores {
@@ -59,4 +59,16 @@ func describeNode(b *strings.Builder, n *graph.Node, depth int) {
 	for _, c := range n.Children {
 		describeNode(b, c, depth+1)
 	}
+}
+
+// linkNote marks the topics that link two sub-topologies: repartition
+// topics (named after the application id at run time) and through topics.
+func linkNote(n *graph.Node) string {
+	switch {
+	case n.Internal:
+		return " (repartition)"
+	case n.Through:
+		return " (through)"
+	}
+	return ""
 }

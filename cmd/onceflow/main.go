@@ -35,8 +35,9 @@ type CLI struct {
 	DLQ      DLQCmd      `cmd:"" name:"dlq" help:"Inspect a sink's dead letters."`
 	Receiver ReceiverCmd `cmd:"" help:"Run a webhook receiver that applies each idempotency key once and misbehaves on purpose (for demos and tests)."`
 
-	Run  RunCmd  `cmd:"" help:"Run one replica of a built-in topology until SIGINT or SIGTERM."`
-	Demo DemoCmd `cmd:"" help:"The main job on the embedded broker: produce, run three replicas, kill one, verify exactly-once."`
+	Run      RunCmd      `cmd:"" help:"Run one replica of a built-in topology until SIGINT or SIGTERM."`
+	Describe DescribeCmd `cmd:"" help:"Print a built-in topology's graph: sources, nodes, stores, gates, sinks and topics, as text or Mermaid."`
+	Demo     DemoCmd     `cmd:"" help:"The main job on the embedded broker: produce, run three replicas, kill one, verify exactly-once."`
 }
 
 func main() {

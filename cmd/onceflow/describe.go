@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	copyex "github.com/onceflow/onceflow/examples/copy"
+	"github.com/onceflow/onceflow/examples/orders"
+	"github.com/onceflow/onceflow/sinks"
+	"github.com/onceflow/onceflow/topology"
+)
+
+// DescribeCmd is `onceflow describe`.
+type DescribeCmd struct {
+	Topology string `arg:"" enum:"orders,copy" help:"The built-in topology to describe (${enum})."`
+	Input    string `name:"input" default:"orders" help:"Input topic."`
+	Output   string `name:"output" default:"customer-totals" help:"Output topic."`
+	Sinks    bool   `name:"sinks" help:"Orders: include both external sinks (the webhook and the PostgreSQL rows), as 'run orders --webhook --pg' does."`
+	Format   string `name:"format" default:"text" enum:"text,mermaid" help:"Output format (${enum}): text, or a Mermaid flowchart."`
+}
+
+// Run prints the topology.
+func (c *DescribeCmd) Run(env *Env) error {
+	var t *topology.Topology
+	switch c.Topology {
+	case "copy":
+		t = copyex.Topology(c.Input, c.Output)
+	case "orders":
+		if !c.Sinks {
+			t = orders.Topology(c.Input, c.Output)
+			break
+		}
+		// Describing needs the sinks' names, not their targets.
+		none := sinks.Func(func(context.Context, sinks.Delivery) error { return nil })
+		t = orders.TopologyWithSinks(c.Input, c.Output, orders.Sinks{Notify: none, Rows: none})
+	}
+	out := t.Describe()
+	if c.Format == "mermaid" {
+		out = t.DescribeMermaid()
+	}
+	_, err := fmt.Fprint(env.Stdout, out)
+	return err
+}
