@@ -39,6 +39,8 @@
 //	onceflow_repartition_purges_total        repartition topics purged up to committed offsets
 //	onceflow_restore_waits_total             restores that waited for an open changelog transaction
 //	onceflow_consumer_lag{topic,partition}   records of an owned input partition not yet processed
+//	onceflow_transaction_timeout_seconds     the transaction timeout (for headroom alerts)
+//	onceflow_slow_commits_total              commits that took over half the transaction timeout
 //	onceflow_build_info{version,revision,go_version}  always 1
 //
 // Counters with a label exist at zero for their known labels (outcomes,

@@ -67,7 +67,7 @@ func TestHTTPEndpoints(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("/metrics: %d", code)
 	}
-	for _, want := range []string{"onceflow_transactions_total", "onceflow_records_in_total", "onceflow_commit_latency_seconds", "onceflow_build_info{", "onceflow_consumer_lag{", `onceflow_rejected_records_total{app=`} {
+	for _, want := range []string{"onceflow_transactions_total", "onceflow_records_in_total", "onceflow_commit_latency_seconds", "onceflow_build_info{", "onceflow_consumer_lag{", `onceflow_rejected_records_total{app=`, "onceflow_transaction_timeout_seconds{app=", "onceflow_slow_commits_total{app="} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}

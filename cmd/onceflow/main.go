@@ -37,6 +37,7 @@ type CLI struct {
 
 	Run      RunCmd      `cmd:"" help:"Run one replica of a built-in topology until SIGINT or SIGTERM."`
 	Describe DescribeCmd `cmd:"" help:"Print a built-in topology's graph: sources, nodes, stores, gates, sinks and topics, as text or Mermaid."`
+	Probe    ProbeCmd    `cmd:"" help:"GET a URL and exit 0 on 2xx: a container health check (e.g. http://127.0.0.1:9100/healthz)."`
 	Demo     DemoCmd     `cmd:"" help:"The main job on the embedded broker: produce, run three replicas, kill one, verify exactly-once."`
 }
 

@@ -164,6 +164,7 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	m.txnTimeout.Set(cfg.Timeouts.Transaction.Seconds())
 	e := &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected", progress: newProgress(cfg.Now)}
 	e.purge.e = e
 	e.purge.topics = g.InternalTopics()

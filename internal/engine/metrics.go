@@ -97,6 +97,8 @@ type metrics struct {
 	purges         prometheus.Counter
 	restoreWaits   prometheus.Counter
 	consumerLag    *prometheus.GaugeVec
+	txnTimeout     prometheus.Gauge
+	slowCommits    prometheus.Counter
 	buildInfo      *prometheus.GaugeVec
 }
 
@@ -153,6 +155,8 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 		expired:        counter("onceflow_dedup_expired_total", "Dedup entries expired by stream time."),
 		purges:         counter("onceflow_repartition_purges_total", "Purges of repartition topics up to the committed offsets (one per topic and purge)."),
 		restoreWaits:   counter("onceflow_restore_waits_total", "Restores that waited for a transaction open on their changelog partition to end."),
+		txnTimeout:     gauge("onceflow_transaction_timeout_seconds", "The transaction timeout: the broker aborts a transaction open for longer."),
+		slowCommits:    counter("onceflow_slow_commits_total", "Commits that took more than half the transaction timeout (a warning is logged for each)."),
 	}
 	m.consumerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "onceflow_consumer_lag",
 		Help: "Records of an owned input partition not yet processed: its end offset as last fetched minus the offset after the last record processed.", ConstLabels: labels}, []string{"topic", "partition"})
@@ -174,7 +178,7 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.recordsIn, m.recordsOut, m.rejected, m.transactions, m.commitLatency,
 			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges, m.skewed,
-			m.commitTimeouts, m.stalled, m.oldestPending, m.wipes, m.dropped, m.expired, m.purges, m.restoreWaits, m.consumerLag, m.buildInfo} {
+			m.commitTimeouts, m.stalled, m.oldestPending, m.wipes, m.dropped, m.expired, m.purges, m.restoreWaits, m.consumerLag, m.buildInfo, m.txnTimeout, m.slowCommits} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -218,3 +218,20 @@ func label(m *dto.Metric, name string) string {
 	}
 	return ""
 }
+
+// slowCommitShare is the share of the transaction timeout above which a
+// commit counts as slow: the broker aborts a transaction open longer than
+// the timeout, so a commit this slow leaves little headroom.
+const slowCommitShare = 0.5
+
+// checkCommitLatency warns and counts when a commit took more than
+// slowCommitShare of the transaction timeout.
+func (e *Engine) checkCommitLatency(took time.Duration) {
+	limit := e.cfg.Timeouts.Transaction
+	if limit <= 0 || float64(took) <= slowCommitShare*float64(limit) {
+		return
+	}
+	e.m.slowCommits.Inc()
+	e.log.Warn("slow commit: near the transaction timeout", "took", took.Round(time.Millisecond), "transaction_timeout", limit,
+		"headroom", (limit - took).Round(time.Millisecond))
+}

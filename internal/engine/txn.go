@@ -94,6 +94,7 @@ func (d *driver) commit() {
 	took := time.Since(start)
 	e.m.commitLatency.Observe(took.Seconds())
 	e.live.committed(took)
+	e.checkCommitLatency(took)
 	e.m.recordsPerTxn.Observe(float64(d.records))
 	if d.txn != nil {
 		apply := true
