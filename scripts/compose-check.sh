@@ -81,3 +81,12 @@ with open(sys.argv[1], "w") as f:
 PY
 promtool check rules "$tmp/dashboard-rules.yml" >&2
 log "deploy/grafana/dashboards/onceflow.json: every query parses"
+
+# The Kubernetes manifests decode strictly against the API types and give
+# onceflow what it needs (deploy/kubernetes is a module of its own, so the
+# API types stay out of onceflow's go.mod).
+(cd deploy/kubernetes && go test -count=1 ./... >&2)
+if command -v kubectl >/dev/null 2>&1; then
+	kubectl kustomize deploy/kubernetes >/dev/null
+fi
+log "deploy/kubernetes: valid"
