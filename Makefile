@@ -1,7 +1,7 @@
 # onceflow build and test entry points. `make test` is what CI and newcomers run.
 GO ?= go
 
-.PHONY: test test-pg lint build kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka compose-check
+.PHONY: test test-pg lint build kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka compose-check test-browser
 
 # Everything under the race detector, then the tests that drive sarama's
 # producer through failed produce requests, where sarama itself has a data
@@ -60,3 +60,8 @@ test-kafka:
 
 compose-check:
 	@scripts/compose-check.sh
+
+# The status page in headless Chromium (Debian's chromium package; the test
+# skips without it). UPDATE=1 rewrites docs/status-page.png.
+test-browser:
+	$(GO) test -tags browser -count=1 -run TestStatusPageInBrowser ./processor $(if $(UPDATE),-args -update-screenshot)

@@ -32,6 +32,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	e.progress.assign(s.Claims())
 	md := s.Metadata()
 	e.live.session(md, s.Claims())
+	e.live.sample(e.progress.now(), total(e.m.transactions.WithLabelValues("committed")))
 	e.log.Info("session started", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(s.Claims()))
 	if err := e.checkInternalOffsets(s.Claims()); err != nil {
 		return nil, err
