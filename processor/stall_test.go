@@ -91,6 +91,14 @@ func TestHealthzFailsWhileStalled(t *testing.T) {
 	if s := p.Stats(); s.Aborted < 2 || s.Committed == 0 {
 		t.Errorf("stats %+v: want a loop of aborts after a commit", s)
 	}
+	// The status page shows the partition stalled, and the abort loop.
+	if code, page := get("/"); code != http.StatusOK || !strings.Contains(page, `<td class="bad">stalled</td>`) ||
+		!strings.Contains(page, "since the last commit)") || !strings.Contains(page, "unhealthy: ") {
+		t.Errorf("status page while stalled: %d, want the task stalled, the aborts and the health reason:\n%s", code, page)
+	}
+	if st := p.Status(); len(st.Tasks) != 1 || st.Tasks[0].State != processor.TaskStalled || st.Tasks[0].Pending < stallTimeout || st.AbortsSinceCommit < 2 {
+		t.Errorf("status while stalled: %+v", st)
+	}
 	if time.Since(stalled) < stallTimeout {
 		t.Errorf("/healthz failed %v after the stall began, before the stall timeout %v", time.Since(stalled), stallTimeout)
 	}
@@ -98,4 +106,7 @@ func TestHealthzFailsWhileStalled(t *testing.T) {
 	h.Remove()
 	env.WaitCount(out, 200, 60*time.Second)
 	waitCode("/healthz", http.StatusOK, 10*time.Second)
+	if st := p.Status(); len(st.Tasks) != 1 || st.Tasks[0].State != processor.TaskRunning || st.Health != "" {
+		t.Errorf("status after recovery: %+v", st)
+	}
 }
