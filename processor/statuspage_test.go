@@ -144,3 +144,35 @@ func getPage(t *testing.T, url string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// A restoring replica shows the restore's progress and its tasks as
+// restoring; an idle one without a session says so.
+func TestWriteStatusPageRestoring(t *testing.T) {
+	s := processor.Status{ApplicationID: "orders", InstanceID: "orders-2", InSession: true, Generation: 3,
+		Restoring: true, RestoreIdle: 1500 * time.Millisecond, Stats: processor.Stats{Restored: 12345},
+		Tasks:      []processor.TaskStatus{{Task: "0_4", Topic: "orders", Partition: 4, State: processor.TaskRestoring, Lag: -1}},
+		Rejections: map[string]int64{}}
+	var b strings.Builder
+	if err := processor.WriteStatusPage(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`<span class="warn">restoring</span>: 12345 records, last progress 1.5s ago`,
+		`<td class="warn">restoring</td>`,
+		`<td class="n">–</td>`, // no lag before the first fetch
+		`<span class="warn">not ready</span>`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("page lacks %q\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := processor.WriteStatusPage(&b, processor.Status{ApplicationID: "a", InstanceID: "i"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"none yet", "No tasks assigned."} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("page without a session lacks %q", want)
+		}
+	}
+}

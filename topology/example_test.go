@@ -3,6 +3,7 @@ package topology_test
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
@@ -62,4 +63,31 @@ func ExampleProcess() {
 	fmt.Println(t.Validate() == nil)
 	// Output:
 	// true
+}
+
+// DescribeMermaid draws the graph: paste the output into Markdown between
+// ```mermaid fences.
+func ExampleTopology_DescribeMermaid() {
+	t := topology.New("gate")
+	in := topology.Source(t, "payments", serde.String(), serde.String())
+	fresh := topology.Dedup(in, "payment-ids", topology.EventIDHeader("event-id"), 24*time.Hour)
+	topology.To(fresh, "payments-once", serde.String(), serde.String())
+	fmt.Print(t.DescribeMermaid())
+	// Output:
+	// flowchart LR
+	//   subgraph st0["sub-topology 0"]
+	//     n0(["source source-payments"])
+	//     n1["dedup payment-ids"]
+	//     n2(["sink sink-1"])
+	//   end
+	//   t0[/"topic payments"/]
+	//   t1[/"rejected records #lt;app#gt;-rejected"/]
+	//   t2[/"topic payments-once"/]
+	//   s0[("store payment-ids (dedup)")]
+	//   t0 --> n0
+	//   n0 --> n1
+	//   n1 -.- s0
+	//   n1 -. rejected .-> t1
+	//   n1 --> n2
+	//   n2 --> t2
 }

@@ -13,7 +13,8 @@ import (
 // repartition, through, outbox and dead-letter topics) once, so that a
 // topic written by one sub-topology and read by another joins them, the
 // state stores each node uses, and each external sink with its outbox and
-// dead-letter topics. Paste it into a Markdown file between ```mermaid
+// dead-letter topics; gates (dedup, versions) point at the rejected-records
+// topic, "<application id>-rejected". Paste it into a Markdown file between ```mermaid
 // fences. Validation problems are listed as comments at the end.
 func (t *Topology) DescribeMermaid() string {
 	var b strings.Builder
@@ -89,6 +90,9 @@ func (m *mermaid) edges(n *graph.Node) {
 	}
 	for _, st := range n.Stores {
 		m.edge(id, " -.- ", m.store(st))
+		if st.Kind == graph.StoreDedup || st.Kind == graph.StoreVersion {
+			m.edge(id, " -. rejected .-> ", m.topic("<app>-rejected", "rejected records"))
+		}
 	}
 	for _, c := range n.Children {
 		m.edge(id, " --> ", fmt.Sprintf("n%d", c.ID))
