@@ -62,6 +62,9 @@ compose-check:
 	@scripts/compose-check.sh
 
 # The status page in headless Chromium (Debian's chromium package; the test
-# skips without it). UPDATE=1 rewrites docs/status-page.png.
+# skips without it). UPDATE=1 rewrites docs/status-page.png. With
+# ONCEFLOW_MERMAID_JS (the path of mermaid.min.js, npm package mermaid), the
+# Mermaid charts of Topology.DescribeMermaid are rendered by Mermaid too.
 test-browser:
 	$(GO) test -tags browser -count=1 -run TestStatusPageInBrowser ./processor $(if $(UPDATE),-args -update-screenshot)
+	$(GO) test -tags browser -count=1 -run TestMermaidRenders ./topology
