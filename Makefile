@@ -1,7 +1,7 @@
 # onceflow build and test entry points. `make test` is what CI and newcomers run.
 GO ?= go
 
-.PHONY: test test-pg lint build kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka compose-check test-browser
+.PHONY: test test-pg lint build chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka compose-check test-browser
 
 # Everything under the race detector, then the tests that drive sarama's
 # producer through failed produce requests, where sarama itself has a data
@@ -68,3 +68,13 @@ compose-check:
 test-browser:
 	$(GO) test -tags browser -count=1 -run TestStatusPageInBrowser ./processor $(if $(UPDATE),-args -update-screenshot)
 	$(GO) test -tags browser -count=1 -run TestMermaidRenders ./topology
+
+# onceflow chaos: three replicas under random SIGKILLs, SIGSTOP pauses past
+# the session timeout and (on a cluster) broker kill -9s, then a
+# read_committed check against the truth. With CHAOS_CLUSTER_DIR (the
+# ONCEFLOW_KAFKA_DIR of `make kafka-cluster-up`) it runs on that cluster and
+# kills its brokers; otherwise on the embedded broker. CHAOS_ARGS adds flags
+# (--rate, --seed, --keep-logs, --json, ...).
+CHAOS_DURATION ?= 60s
+chaos: build
+	bin/onceflow chaos --duration $(CHAOS_DURATION) $(if $(CHAOS_CLUSTER_DIR),--cluster-dir $(CHAOS_CLUSTER_DIR),--embedded) $(CHAOS_ARGS)

@@ -2,7 +2,7 @@
 // records to them (your own or generated ones), runs a replica of a
 // built-in topology, verifies its output, shows a group's lag, benchmarks
 // and demonstrates exactly-once: the commands broker, topics, produce, run,
-// verify, lag, bench and demo. Each command lives in its own file and only
+// verify, lag, bench, demo and chaos. Each command lives in its own file and only
 // turns flags into a library configuration; the work is in the libraries.
 package main
 
@@ -39,6 +39,7 @@ type CLI struct {
 	Describe DescribeCmd `cmd:"" help:"Print a built-in topology's graph: sources, nodes, stores, gates, sinks and topics, as text or Mermaid."`
 	Probe    ProbeCmd    `cmd:"" help:"GET a URL and exit 0 on 2xx: a container health check (e.g. http://127.0.0.1:9100/healthz)."`
 	Demo     DemoCmd     `cmd:"" help:"The main job on the embedded broker: produce, run three replicas, kill one, verify exactly-once."`
+	Chaos    ChaosCmd    `cmd:"" help:"Run three replicas under random replica kills, pauses and broker kills; verify nothing was lost or doubled."`
 }
 
 func main() {

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/chaos"
+)
+
+// ChaosCmd is `onceflow chaos`.
+type ChaosCmd struct {
+	Brokers      string        `name:"brokers" short:"b" placeholder:"LIST" help:"Bootstrap brokers (host:port,...) to run against; with --cluster-dir, instead of the cluster's own list."`
+	ClusterDir   string        `name:"cluster-dir" type:"path" placeholder:"DIR" help:"ONCEFLOW_KAFKA_DIR of a cluster of 'scripts/kafka.sh up --brokers N': its brokers are killed and restarted."`
+	KafkaScript  string        `name:"kafka-script" type:"path" default:"scripts/kafka.sh" help:"The script that kills and starts the cluster's nodes."`
+	Embedded     bool          `name:"embedded" help:"Run against an embedded broker (no broker faults)."`
+	Duration     time.Duration `name:"duration" default:"60s" help:"How long faults are injected."`
+	Rate         float64       `name:"rate" default:"1000" help:"Input records per second (the run writes rate × duration records)."`
+	Seed         int64         `name:"seed" default:"1" help:"Seed of the faults and the input."`
+	MinInterval  time.Duration `name:"min-interval" default:"2s" help:"Shortest pause between two faults."`
+	MaxInterval  time.Duration `name:"max-interval" default:"8s" help:"Longest pause between two faults."`
+	DrainTimeout time.Duration `name:"drain-timeout" default:"3m" help:"After the faults, wait at most this long until all input is committed."`
+	Faults       string        `name:"faults" placeholder:"KIND,..." help:"Fault kinds to inject: replica-kill, replica-pause, broker-kill (default: all that apply)."`
+	KeepLogs     bool          `name:"keep-logs" help:"Keep the replicas' logs and state (kept anyway when the run fails)."`
+	JSON         bool          `name:"json" help:"Print the result as one JSON object."`
+}
+
+// Run runs the chaos test; exit 0 only when nothing was lost or doubled
+// and rejections and totals equal the truth.
+func (c *ChaosCmd) Run(env *Env) error {
+	cfg := chaos.Config{ClusterDir: c.ClusterDir, KafkaScript: c.KafkaScript, Embedded: c.Embedded,
+		Duration: c.Duration, Rate: c.Rate, Seed: c.Seed, MinInterval: c.MinInterval, MaxInterval: c.MaxInterval,
+		DrainTimeout: c.DrainTimeout, KeepLogs: c.KeepLogs, Progress: env.Stderr, Logger: env.Logger}
+	if c.Brokers != "" {
+		cfg.Brokers = strings.Split(c.Brokers, ",")
+	}
+	if c.Faults != "" {
+		cfg.Faults = strings.Split(c.Faults, ",")
+	}
+	res, err := chaos.Run(env.Ctx, cfg)
+	if err != nil {
+		if res.Dir != "" {
+			return fmt.Errorf("%w (logs in %s)", err, res.Dir)
+		}
+		return err
+	}
+	if c.JSON {
+		if err := json.NewEncoder(env.Stdout).Encode(res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(env.Stdout, res)
+	}
+	if !res.OK {
+		return errCheckFailed
+	}
+	return nil
+}

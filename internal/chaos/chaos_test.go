@@ -1,0 +1,94 @@
+package chaos_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/chaos"
+)
+
+// A short chaos run on the embedded broker with the real CLI binary: three
+// replica processes, SIGKILLed and restarted, and SIGSTOPped past their
+// session timeout then continued, while input arrives at a steady rate;
+// the output must hold every input once, rejections and totals as in the
+// truth.
+func TestChaosEmbedded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the CLI and runs three replica processes under faults for a minute")
+	}
+	exe := filepath.Join(t.TempDir(), "onceflow")
+	build := exec.Command("go", "build", "-o", exe, "github.com/onceflow/onceflow/cmd/onceflow")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the CLI: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	const (
+		rate     = 500
+		duration = 60 * time.Second
+	)
+	var progress strings.Builder
+	res, err := chaos.Run(ctx, chaos.Config{Embedded: true, Duration: duration, Rate: rate, Seed: 3,
+		MinInterval: time.Second, MaxInterval: 4 * time.Second, Executable: exe, WorkDir: t.TempDir(), Progress: &progress})
+	t.Logf("progress:\n%s", progress.String())
+	if err != nil {
+		t.Fatalf("chaos: %v", err)
+	}
+	t.Logf("report:\n%s", res)
+	if !res.OK || len(res.Violations) > 0 {
+		t.Errorf("violations: %v", res.Violations)
+	}
+	if want := int(rate * duration.Seconds()); res.Events != want || res.Lost != 0 || res.Duplicated != 0 || res.Unexpected != 0 {
+		t.Errorf("events %d (want %d), lost %d, duplicated %d, unexpected %d", res.Events, want, res.Lost, res.Duplicated, res.Unexpected)
+	}
+	if res.Accepted != res.Truth.ExpectedAccepted || !res.Truth.RejectionsMatch || !res.Truth.TotalsMatch {
+		t.Errorf("accepted %d of %d in the truth, rejections match %t, totals match %t",
+			res.Accepted, res.Truth.ExpectedAccepted, res.Truth.RejectionsMatch, res.Truth.TotalsMatch)
+	}
+	if res.ReplicaKills < 2 || res.ReplicaPauses < 1 || len(res.Faults) != res.ReplicaKills+res.ReplicaPauses {
+		t.Errorf("faults: %d kills, %d pauses, %d listed; want at least 2 kills and 1 pause", res.ReplicaKills, res.ReplicaPauses, len(res.Faults))
+	}
+	if res.BrokerKills != 0 {
+		t.Errorf("%d broker kills on the embedded broker", res.BrokerKills)
+	}
+}
+
+// Validate joins every problem at once.
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  chaos.Config
+		want []string // substrings of the error; none: valid
+	}{
+		{"embedded", chaos.Config{Embedded: true}, nil},
+		{"brokers", chaos.Config{Brokers: []string{"127.0.0.1:9092"}}, nil},
+		{"cluster with its brokers", chaos.Config{ClusterDir: "/tmp/c", Brokers: []string{"a:1"}, Faults: []string{"broker-kill"}}, nil},
+		{"nowhere", chaos.Config{}, []string{"exactly one of"}},
+		{"two places", chaos.Config{Embedded: true, Brokers: []string{"a:1"}}, []string{"exactly one of"}},
+		{"broker kill without cluster", chaos.Config{Embedded: true, Faults: []string{"broker-kill", "fire"}},
+			[]string{"broker-kill needs a cluster", `unknown fault "fire"`}},
+		{"intervals", chaos.Config{Embedded: true, MinInterval: 5 * time.Second, MaxInterval: time.Second}, []string{"maximum interval"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,22 @@
+// Package chaos runs the orders topology under faults and checks that
+// nothing was lost or doubled. It starts three `onceflow run orders`
+// replica processes (each with its own Pebble state and metrics port)
+// against a broker list, a cluster of scripts/kafka.sh, or the embedded
+// broker, and writes order events at a steady rate with duplicates,
+// conflicts and out-of-order versions (keeping the truth). For a set
+// duration, at seeded random intervals, it injects one fault at a time:
+//
+//   - replica-kill: SIGKILL a replica, start it again on its own state;
+//   - replica-pause: SIGSTOP a replica past the group's session timeout,
+//     then SIGCONT it: a zombie the group and the transaction coordinator
+//     must fence;
+//   - broker-kill (cluster only): kill -9 a broker (half of the time the
+//     transaction coordinator of a replica's transactional id, found with
+//     the admin client) and start it again on its data.
+//
+// At the end it waits (bounded) until all input is committed, reads the
+// topics read_committed and checks them against the truth with package
+// verify: every input accounted for once by lineage, rejections by reason,
+// totals. The Result reports the faults, the counts and the longest time a
+// partition had input and made no committed progress.
+package chaos

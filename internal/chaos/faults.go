@@ -1,0 +1,128 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Fault is one injected fault, for the report.
+type Fault struct {
+	// At is the time since the start of the run, in seconds.
+	At     float64 `json:"at_seconds"`
+	Kind   string  `json:"kind"`
+	Target string  `json:"target"`
+	// Note says more: the broker's role, how long the fault lasted.
+	Note string `json:"note,omitempty"`
+}
+
+// inject injects one fault after another, at random intervals, until the
+// deadline.
+func (r *runner) inject(ctx context.Context, deadline time.Time) error {
+	start := time.Now()
+	for {
+		wait := r.cfg.MinInterval + time.Duration(r.rnd.Int64N(int64(r.cfg.MaxInterval-r.cfg.MinInterval)+1))
+		if time.Now().Add(wait).After(deadline) {
+			return sleep(ctx, time.Until(deadline))
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+		if err := r.restartExited(); err != nil {
+			return err
+		}
+		kind := r.cfg.Faults[r.rnd.IntN(len(r.cfg.Faults))]
+		f := Fault{At: time.Since(start).Seconds(), Kind: kind}
+		var err error
+		switch kind {
+		case FaultReplicaKill:
+			err = r.killReplica(ctx, &f)
+		case FaultReplicaPause:
+			err = r.pauseReplica(ctx, &f)
+		case FaultBrokerKill:
+			err = r.killBroker(ctx, &f)
+		}
+		if err != nil {
+			return err
+		}
+		r.res.Faults = append(r.res.Faults, f)
+		fmt.Fprintf(r.cfg.Progress, "%6.1fs %s %s %s\n", f.At, f.Kind, f.Target, f.Note)
+	}
+}
+
+// killReplica kills a replica with SIGKILL and starts it again on its own
+// state after up to 2 s.
+func (r *runner) killReplica(ctx context.Context, f *Fault) error {
+	rep := r.reps[r.rnd.IntN(len(r.reps))]
+	rep.kill()
+	down := time.Duration(r.rnd.Int64N(int64(2 * time.Second)))
+	if err := sleep(ctx, down); err != nil {
+		return err
+	}
+	r.res.ReplicaKills++
+	f.Target, f.Note = rep.name, fmt.Sprintf("SIGKILL, restarted after %.1fs", down.Seconds())
+	return rep.start()
+}
+
+// pauseReplica stops a replica with SIGSTOP for the session timeout plus
+// 5 s, so the group evicts it and its partitions move, then continues it:
+// a zombie whose late commits must be fenced.
+func (r *runner) pauseReplica(ctx context.Context, f *Fault) error {
+	rep := r.reps[r.rnd.IntN(len(r.reps))]
+	if err := rep.pause(); err != nil {
+		return err
+	}
+	stopped := r.cfg.SessionTimeout + 5*time.Second
+	err := sleep(ctx, stopped)
+	if rerr := rep.resume(); err == nil {
+		err = rerr
+	}
+	r.res.ReplicaPauses++
+	f.Target, f.Note = rep.name, fmt.Sprintf("SIGSTOP for %.0fs, then SIGCONT", stopped.Seconds())
+	return err
+}
+
+// killBroker kills a broker with SIGKILL (half of the time the transaction
+// coordinator of a replica's transactional id) and starts it again on its
+// data after 2 to 10 s.
+func (r *runner) killBroker(ctx context.Context, f *Fault) error {
+	node := int32(1 + r.rnd.IntN(r.cluster.nodes))
+	role := "a broker chosen at random"
+	if r.rnd.IntN(2) == 0 {
+		rep := r.reps[r.rnd.IntN(len(r.reps))]
+		txnID := r.app + "-" + rep.name
+		coord, err := txnCoordinator(ctx, r.adm, txnID)
+		if err != nil {
+			return err
+		}
+		node, role = coord, "the transaction coordinator of "+txnID
+		r.res.CoordinatorKills++
+	}
+	if err := r.cluster.kill(ctx, node); err != nil {
+		return err
+	}
+	r.res.BrokerKills++
+	down := 2*time.Second + time.Duration(r.rnd.Int64N(int64(8*time.Second)))
+	if err := sleep(ctx, down); err != nil {
+		return err
+	}
+	began := time.Now()
+	if err := r.cluster.start(ctx, node); err != nil {
+		return err
+	}
+	r.res.BrokerRestarts++
+	f.Target = fmt.Sprintf("broker %d", node)
+	f.Note = fmt.Sprintf("(%s) kill -9, started again on its data after %.1fs, back in %.1fs", role, down.Seconds(), time.Since(began).Seconds())
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

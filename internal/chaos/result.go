@@ -1,0 +1,86 @@
+package chaos
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/onceflow/onceflow/internal/verify"
+)
+
+// Result is what a chaos run reports. JSON names are a contract.
+type Result struct {
+	Brokers []string `json:"brokers"`
+	// Events is the number of committed input records read back;
+	// Accepted the committed outputs.
+	Events   int `json:"events"`
+	Accepted int `json:"accepted"`
+	// Lost counts inputs with neither an output nor a rejected record;
+	// Duplicated counts extra copies; Unexpected counts records that
+	// account for no input.
+	Lost       int `json:"lost"`
+	Duplicated int `json:"duplicated"`
+	Unexpected int `json:"unexpected"`
+
+	ReplicaKills     int `json:"replica_kills"`
+	ReplicaPauses    int `json:"replica_pauses"`
+	BrokerKills      int `json:"broker_kills"`
+	CoordinatorKills int `json:"coordinator_kills"`
+	BrokerRestarts   int `json:"broker_restarts"`
+	// UnexpectedExits counts replicas that exited on their own (and were
+	// started again).
+	UnexpectedExits int     `json:"unexpected_exits"`
+	Faults          []Fault `json:"faults"`
+
+	// FaultSeconds is how long faults were injected; Seconds the time from
+	// the start until all input was committed.
+	FaultSeconds float64 `json:"fault_seconds"`
+	Seconds      float64 `json:"seconds"`
+	// LongestStallSeconds is the longest time an input partition had
+	// input beyond its committed offset and that offset did not move
+	// (sampled once a second); LongestStallPartition is that partition.
+	LongestStallSeconds   float64 `json:"longest_stall_seconds"`
+	LongestStallPartition int32   `json:"longest_stall_partition"`
+	// MaxOldestPendingSeconds is the highest onceflow_oldest_pending_seconds
+	// a replica reported (sampled once a second; a replica that was
+	// killed or paused reports nothing meanwhile).
+	MaxOldestPendingSeconds float64 `json:"max_oldest_pending_seconds"`
+
+	// Truth is verify's full report.
+	Truth verify.TruthReport `json:"truth"`
+	// Violations lists what failed; OK is true when there are none.
+	Violations []string `json:"violations,omitempty"`
+	OK         bool     `json:"ok"`
+	// Dir holds the replicas' logs and state when kept (KeepLogs, or the
+	// run failed).
+	Dir string `json:"dir,omitempty"`
+}
+
+// String is the report, a line per figure.
+func (r Result) String() string {
+	var b strings.Builder
+	verdict := "EXACTLY-ONCE HELD: nothing lost, nothing doubled, rejections and totals equal the truth"
+	if !r.OK {
+		verdict = "VIOLATED:\n  " + strings.Join(r.Violations, "\n  ")
+	}
+	fmt.Fprintf(&b, "onceflow chaos: orders topology, 3 replicas, brokers %s\n", strings.Join(r.Brokers, ","))
+	fmt.Fprintf(&b, "  events (committed input)  %d\n", r.Events)
+	fmt.Fprintf(&b, "  accepted outputs          %d (truth %d)\n", r.Accepted, r.Truth.ExpectedAccepted)
+	fmt.Fprintf(&b, "  rejected by reason        %v (truth %v)\n", r.Truth.Rejected, r.Truth.ExpectedRejected)
+	fmt.Fprintf(&b, "  totals match truth        %t\n", r.Truth.TotalsMatch)
+	fmt.Fprintf(&b, "  lost                      %d\n", r.Lost)
+	fmt.Fprintf(&b, "  duplicated                %d\n", r.Duplicated)
+	fmt.Fprintf(&b, "  unexpected                %d\n", r.Unexpected)
+	fmt.Fprintf(&b, "  replica kills (SIGKILL)   %d\n", r.ReplicaKills)
+	fmt.Fprintf(&b, "  replica pauses (zombies)  %d\n", r.ReplicaPauses)
+	fmt.Fprintf(&b, "  broker kills / restarts   %d / %d (%d of a transaction coordinator)\n", r.BrokerKills, r.BrokerRestarts, r.CoordinatorKills)
+	fmt.Fprintf(&b, "  replica exits on their own %d\n", r.UnexpectedExits)
+	fmt.Fprintf(&b, "  duration                  %.1fs of faults, all input committed after %.1fs\n", r.FaultSeconds, r.Seconds)
+	fmt.Fprintf(&b, "  longest partition stall   %.1fs (partition %d; committed offset still with input pending)\n", r.LongestStallSeconds, r.LongestStallPartition)
+	fmt.Fprintf(&b, "  max oldest pending        %.1fs (onceflow_oldest_pending_seconds, as sampled)\n", r.MaxOldestPendingSeconds)
+	if r.Dir != "" {
+		fmt.Fprintf(&b, "  logs and state            %s\n", r.Dir)
+	}
+	b.WriteString(verdict)
+	b.WriteString("\n")
+	return b.String()
+}

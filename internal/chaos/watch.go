@@ -1,0 +1,141 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// watcher samples, once a tick, each input partition's committed offset
+// and end offset (a partition stalls while it has input beyond its
+// committed offset and that offset does not move) and the replicas'
+// onceflow_oldest_pending_seconds.
+type watcher struct {
+	adm          *kadm.Client
+	group, input string
+	reps         []*replica
+	http         *http.Client
+
+	mu struct {
+		sync.Mutex
+		last       map[int32]int64     // committed offset per partition
+		since      map[int32]time.Time // since when it has not moved with input pending
+		longest    time.Duration
+		longestP   int32
+		oldestSeen float64
+	}
+}
+
+func newWatcher(adm *kadm.Client, group, input string, reps []*replica, client *http.Client) *watcher {
+	w := &watcher{adm: adm, group: group, input: input, reps: reps, http: client}
+	w.mu.last, w.mu.since = map[int32]int64{}, map[int32]time.Time{}
+	return w
+}
+
+func (w *watcher) run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		w.sample(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sample reads the offsets and the replicas' metrics once; a failed read
+// (a broker down, a replica paused) is skipped.
+func (w *watcher) sample(ctx context.Context) {
+	for _, rep := range w.reps {
+		// A paused replica does not answer: the client's timeout ends the
+		// read. Only the fixed port is read here, never the process.
+		if m, err := rep.metrics(w.http); err == nil {
+			w.mu.Lock()
+			w.mu.oldestSeen = max(w.mu.oldestSeen, m[oldestPendingMetric])
+			w.mu.Unlock()
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	committed, err := w.offsets(sctx)
+	if err != nil {
+		return
+	}
+	ends, err := w.adm.ListEndOffsets(sctx, w.input)
+	if err != nil || ends.Error() != nil {
+		return
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ends.Each(func(o kadm.ListedOffset) {
+		p, at := o.Partition, committed[o.Partition]
+		last, seen := w.mu.last[p]
+		began, stalled := w.mu.since[p]
+		switch {
+		case at >= o.Offset:
+			delete(w.mu.since, p) // caught up
+		case !seen || at != last || !stalled:
+			w.mu.since[p] = now // input pending: a stall starts now unless the offset moves
+		default:
+			if d := now.Sub(began); d > w.mu.longest {
+				w.mu.longest, w.mu.longestP = d, p
+			}
+		}
+		w.mu.last[p] = at
+	})
+}
+
+// offsets returns the group's committed offset per input partition.
+func (w *watcher) offsets(ctx context.Context) (map[int32]int64, error) {
+	resp, err := w.adm.FetchOffsets(ctx, w.group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return map[int32]int64{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chaos: committed offsets: %w", err)
+	}
+	out := map[int32]int64{}
+	for p, o := range resp[w.input] {
+		if o.Err == nil && o.At > 0 {
+			out[p] = o.At
+		}
+	}
+	return out, nil
+}
+
+// committed is the sum of the group's committed offsets on the input.
+func (w *watcher) committed(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	m, err := w.offsets(ctx)
+	n := 0
+	for _, o := range m {
+		n += int(o)
+	}
+	return n, err
+}
+
+// longestStall is the longest time an input partition had input beyond
+// its committed offset and that offset did not move, as sampled.
+func (w *watcher) longestStall() (float64, int32) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.longest.Seconds(), w.mu.longestP
+}
+
+// maxOldestPending is the highest onceflow_oldest_pending_seconds any
+// replica reported.
+func (w *watcher) maxOldestPending() float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.oldestSeen
+}
