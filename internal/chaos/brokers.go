@@ -79,3 +79,17 @@ func txnCoordinator(ctx context.Context, adm *kadm.Client, txnID string) (int32,
 	}
 	return resp.NodeID, nil
 }
+
+// groupCoordinator returns the broker id of group's coordinator.
+func groupCoordinator(ctx context.Context, adm *kadm.Client, group string) (int32, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, ok := adm.FindGroupCoordinators(ctx, group)[group]
+	if !ok {
+		return 0, fmt.Errorf("chaos: no coordinator for group %s", group)
+	}
+	if resp.Err != nil {
+		return 0, fmt.Errorf("chaos: coordinator of group %s: %w", group, resp.Err)
+	}
+	return resp.NodeID, nil
+}

@@ -58,6 +58,10 @@ type Config struct {
 	// all that apply (broker-kill only with ClusterDir).
 	Faults []string
 
+	// ReplicaArgs are appended to every replica's command line (say
+	// "--guarantee=at_least_once", to see the check fail). Default none.
+	ReplicaArgs []string
+
 	// Executable is the onceflow binary the replicas run. Default: this
 	// process's own executable.
 	Executable string
@@ -250,6 +254,7 @@ func (r *runner) setup(ctx context.Context) error {
 		return fmt.Errorf("chaos: create %s: %w", r.input, err)
 	}
 	base := []string{"--brokers", strings.Join(r.brokers, ","), "--app-id", r.app, "--input", r.input, "--output", r.output}
+	base = append(base, cfg.ReplicaArgs...)
 	for i := range replicas {
 		rep, err := newReplica(cfg.Executable, r.dir, fmt.Sprintf("replica-%d", i+1), base)
 		if err != nil {

@@ -57,6 +57,34 @@ func TestChaosEmbedded(t *testing.T) {
 	}
 }
 
+// The check can fail: the same run with at-least-once replicas (offsets
+// committed after the outputs, not in one transaction with them) and
+// SIGKILLs every 1 to 3 s replays input whose outputs were already
+// written, and the run must report them as duplicated.
+func TestChaosCatchesAtLeastOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the CLI and runs three replica processes under faults")
+	}
+	exe := filepath.Join(t.TempDir(), "onceflow")
+	build := exec.Command("go", "build", "-o", exe, "github.com/onceflow/onceflow/cmd/onceflow")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the CLI: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	res, err := chaos.Run(ctx, chaos.Config{Embedded: true, Duration: 20 * time.Second, Rate: 1000, Seed: 1,
+		MinInterval: time.Second, MaxInterval: 3 * time.Second, Faults: []string{chaos.FaultReplicaKill},
+		ReplicaArgs: []string{"--guarantee=at_least_once"}, Executable: exe, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("chaos: %v", err)
+	}
+	t.Logf("report:\n%s", res)
+	if res.OK || res.Duplicated == 0 || len(res.Violations) == 0 || res.ReplicaKills < 3 {
+		t.Errorf("at-least-once under %d kills: ok %t, %d duplicated, violations %v; want duplicates reported",
+			res.ReplicaKills, res.OK, res.Duplicated, res.Violations)
+	}
+}
+
 // Validate joins every problem at once.
 func TestConfigValidate(t *testing.T) {
 	for _, tc := range []struct {

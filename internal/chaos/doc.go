@@ -10,9 +10,10 @@
 //   - replica-pause: SIGSTOP a replica past the group's session timeout,
 //     then SIGCONT it: a zombie the group and the transaction coordinator
 //     must fence;
-//   - broker-kill (cluster only): kill -9 a broker (half of the time the
-//     transaction coordinator of a replica's transactional id, found with
-//     the admin client) and start it again on its data.
+//   - broker-kill (cluster only): kill -9 a broker (a third of the time
+//     the transaction coordinator of a replica's transactional id, a third
+//     the group's coordinator, both found with the admin client) and start
+//     it again on its data.
 //
 // At the end it waits (bounded) until all input is committed, reads the
 // topics read_committed and checks them against the truth with package

@@ -82,13 +82,15 @@ func (r *runner) pauseReplica(ctx context.Context, f *Fault) error {
 	return err
 }
 
-// killBroker kills a broker with SIGKILL (half of the time the transaction
-// coordinator of a replica's transactional id) and starts it again on its
-// data after 2 to 10 s.
+// killBroker kills a broker with SIGKILL and starts it again on its data
+// after 2 to 10 s. A third of the time it is the transaction coordinator
+// of a replica's transactional id, a third the group's coordinator, a
+// third any broker.
 func (r *runner) killBroker(ctx context.Context, f *Fault) error {
 	node := int32(1 + r.rnd.IntN(r.cluster.nodes))
 	role := "a broker chosen at random"
-	if r.rnd.IntN(2) == 0 {
+	switch r.rnd.IntN(3) {
+	case 0:
 		rep := r.reps[r.rnd.IntN(len(r.reps))]
 		txnID := r.app + "-" + rep.name
 		coord, err := txnCoordinator(ctx, r.adm, txnID)
@@ -97,6 +99,13 @@ func (r *runner) killBroker(ctx context.Context, f *Fault) error {
 		}
 		node, role = coord, "the transaction coordinator of "+txnID
 		r.res.CoordinatorKills++
+	case 1:
+		coord, err := groupCoordinator(ctx, r.adm, r.app)
+		if err != nil {
+			return err
+		}
+		node, role = coord, "the coordinator of group "+r.app
+		r.res.GroupCoordinatorKills++
 	}
 	if err := r.cluster.kill(ctx, node); err != nil {
 		return err

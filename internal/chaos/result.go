@@ -21,11 +21,16 @@ type Result struct {
 	Duplicated int `json:"duplicated"`
 	Unexpected int `json:"unexpected"`
 
-	ReplicaKills     int `json:"replica_kills"`
-	ReplicaPauses    int `json:"replica_pauses"`
-	BrokerKills      int `json:"broker_kills"`
-	CoordinatorKills int `json:"coordinator_kills"`
-	BrokerRestarts   int `json:"broker_restarts"`
+	ReplicaKills  int `json:"replica_kills"`
+	ReplicaPauses int `json:"replica_pauses"`
+	BrokerKills   int `json:"broker_kills"`
+	// CoordinatorKills counts broker kills aimed at the transaction
+	// coordinator of a replica's transactional id; GroupCoordinatorKills
+	// those aimed at the group's coordinator. Either broker may lead
+	// other things too.
+	CoordinatorKills      int `json:"coordinator_kills"`
+	GroupCoordinatorKills int `json:"group_coordinator_kills"`
+	BrokerRestarts        int `json:"broker_restarts"`
 	// UnexpectedExits counts replicas that exited on their own (and were
 	// started again).
 	UnexpectedExits int     `json:"unexpected_exits"`
@@ -72,7 +77,8 @@ func (r Result) String() string {
 	fmt.Fprintf(&b, "  unexpected                %d\n", r.Unexpected)
 	fmt.Fprintf(&b, "  replica kills (SIGKILL)   %d\n", r.ReplicaKills)
 	fmt.Fprintf(&b, "  replica pauses (zombies)  %d\n", r.ReplicaPauses)
-	fmt.Fprintf(&b, "  broker kills / restarts   %d / %d (%d of a transaction coordinator)\n", r.BrokerKills, r.BrokerRestarts, r.CoordinatorKills)
+	fmt.Fprintf(&b, "  broker kills / restarts   %d / %d (aimed at: %d a transaction coordinator, %d the group coordinator)\n",
+		r.BrokerKills, r.BrokerRestarts, r.CoordinatorKills, r.GroupCoordinatorKills)
 	fmt.Fprintf(&b, "  replica exits on their own %d\n", r.UnexpectedExits)
 	fmt.Fprintf(&b, "  duration                  %.1fs of faults, all input committed after %.1fs\n", r.FaultSeconds, r.Seconds)
 	fmt.Fprintf(&b, "  longest partition stall   %.1fs (partition %d; committed offset still with input pending)\n", r.LongestStallSeconds, r.LongestStallPartition)
