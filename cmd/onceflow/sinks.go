@@ -120,19 +120,9 @@ func (c *SinksUnknownListCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return jsonLines(env.Stdout, ds)
-	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "IDEMPOTENCY KEY\tATTEMPTS\tSOURCE\tUPDATED\tLAST ERROR")
-	for _, d := range ds {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", d.Key, d.Attempts, d.Source, d.Updated.UTC().Format("2006-01-02T15:04:05Z"), d.LastError)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stdout, "%d unknown\n", len(ds))
-	return nil
+	return listing(env, c.JSON, ds, "IDEMPOTENCY KEY\tATTEMPTS\tSOURCE\tUPDATED\tLAST ERROR", "unknown", func(d sinkadmin.Delivery) string {
+		return fmt.Sprintf("%s\t%d\t%s\t%s\t%s", d.Key, d.Attempts, d.Source, d.Updated.UTC().Format("2006-01-02T15:04:05Z"), d.LastError)
+	})
 }
 
 // DLQCmd is `onceflow dlq`.
@@ -183,19 +173,9 @@ func (c *DLQListCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return jsonLines(env.Stdout, dls)
-	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION/OFFSET\tIDEMPOTENCY KEY\tCLASS\tATTEMPTS\tERROR")
-	for _, d := range dls {
-		fmt.Fprintf(tw, "%d/%d\t%s\t%s\t%d\t%s\n", d.Partition, d.Offset, d.Key, d.Class, d.Attempts, d.Error)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stdout, "%d dead letters\n", len(dls))
-	return nil
+	return listing(env, c.JSON, dls, "PARTITION/OFFSET\tIDEMPOTENCY KEY\tCLASS\tATTEMPTS\tERROR", "dead letters", func(d sinkadmin.DeadLetter) string {
+		return fmt.Sprintf("%d/%d\t%s\t%s\t%d\t%s", d.Partition, d.Offset, d.Key, d.Class, d.Attempts, d.Error)
+	})
 }
 
 // DLQShowCmd is `onceflow dlq show`.
@@ -236,6 +216,24 @@ func (c *DLQShowCmd) Run(env *Env) error {
 }
 
 // jsonLines prints one JSON object per line.
+// listing prints rows as JSON lines, or as a table under header followed
+// by a line counting them ("<n> <what>").
+func listing[T any](env *Env, asJSON bool, rows []T, header, what string, row func(T) string) error {
+	if asJSON {
+		return jsonLines(env.Stdout, rows)
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, row(r))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "%d %s\n", len(rows), what)
+	return nil
+}
+
 func jsonLines[T any](w io.Writer, items []T) error {
 	enc := json.NewEncoder(w)
 	for _, it := range items {
