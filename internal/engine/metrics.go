@@ -4,10 +4,11 @@ import (
 	"runtime"
 	"strconv"
 
+	"github.com/onceflow/onceflow/internal/promread"
+
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/version"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // Stats is a snapshot of a replica's counters since it started.
@@ -34,40 +35,23 @@ type Stats struct {
 // its metric, and Stats and /metrics agree.
 func (m *metrics) snapshot() Stats {
 	return Stats{
-		RecordsIn:           total(m.recordsIn),
-		RecordsOut:          total(m.recordsOut),
-		Rejected:            total(m.rejected),
-		Committed:           total(m.transactions.WithLabelValues("committed")),
-		Aborted:             total(m.transactions.WithLabelValues("aborted")),
-		ProducerRecreations: total(m.recreations),
-		Sessions:            total(m.rebalances),
-		Restored:            total(m.restored),
-		Wipes:               total(m.wipes),
-		Expired:             total(m.expired),
-		ChangelogRecords:    total(m.stateChanges.WithLabelValues("sent")),
-		ChangesCollapsed:    total(m.stateChanges.WithLabelValues("collapsed")),
-		Purges:              total(m.purges),
-		Dropped:             total(m.dropped),
-		RestoreWaits:        total(m.restoreWaits),
-		CommitTimeouts:      total(m.commitTimeouts),
+		RecordsIn:           promread.Total(m.recordsIn),
+		RecordsOut:          promread.Total(m.recordsOut),
+		Rejected:            promread.Total(m.rejected),
+		Committed:           promread.Total(m.transactions.WithLabelValues("committed")),
+		Aborted:             promread.Total(m.transactions.WithLabelValues("aborted")),
+		ProducerRecreations: promread.Total(m.recreations),
+		Sessions:            promread.Total(m.rebalances),
+		Restored:            promread.Total(m.restored),
+		Wipes:               promread.Total(m.wipes),
+		Expired:             promread.Total(m.expired),
+		ChangelogRecords:    promread.Total(m.stateChanges.WithLabelValues("sent")),
+		ChangesCollapsed:    promread.Total(m.stateChanges.WithLabelValues("collapsed")),
+		Purges:              promread.Total(m.purges),
+		Dropped:             promread.Total(m.dropped),
+		RestoreWaits:        promread.Total(m.restoreWaits),
+		CommitTimeouts:      promread.Total(m.commitTimeouts),
 	}
-}
-
-// total sums the counters a collector holds.
-func total(c prometheus.Collector) int64 {
-	ch := make(chan prometheus.Metric, 16)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
-	var sum float64
-	for m := range ch {
-		var pb dto.Metric
-		if m.Write(&pb) == nil && pb.Counter != nil {
-			sum += pb.Counter.GetValue()
-		}
-	}
-	return int64(sum)
 }
 
 // metrics are the Prometheus collectors of one replica. Names are listed in

@@ -8,6 +8,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/promread"
 	"github.com/onceflow/onceflow/internal/taskstate"
 	"github.com/onceflow/onceflow/statestore"
 )
@@ -32,7 +33,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	e.progress.assign(s.Claims())
 	md := s.Metadata()
 	e.live.session(md, s.Claims())
-	e.live.sample(e.progress.now(), total(e.m.transactions.WithLabelValues("committed")))
+	e.live.sample(e.progress.now(), promread.Total(e.m.transactions.WithLabelValues("committed")))
 	e.log.Info("session started", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(s.Claims()))
 	if err := e.checkInternalOffsets(s.Claims()); err != nil {
 		return nil, err
@@ -45,9 +46,9 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		}
 		// Local state catches up with the changelogs before any input of
 		// the session is processed.
-		e.progress.restoring(true, total(e.m.restored))
+		e.progress.restoring(true, promread.Total(e.m.restored))
 		err := e.restoreTasks(s.Context(), s.Claims())
-		e.progress.restoring(false, total(e.m.restored))
+		e.progress.restoring(false, promread.Total(e.m.restored))
 		if err != nil {
 			e.log.Warn("restore failed; the session ends and the replica joins again", "error", err)
 			return nil, err

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/promread"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -153,7 +155,7 @@ func (e *Engine) Status() Status {
 // partition.
 func (e *Engine) taskStatuses(now time.Time, claims map[string][]int32) ([]TaskStatus, int) {
 	lags := map[string]int64{}
-	for _, m := range collect(e.m.consumerLag) {
+	for _, m := range promread.Collect(e.m.consumerLag) {
 		lags[label(m, "topic")+"/"+label(m, "partition")] = int64(m.GetGauge().GetValue())
 	}
 	in := byLabel(e.m.recordsIn, "task")
@@ -184,27 +186,10 @@ func (p *progress) pendingSince() (map[topicPartition]time.Time, int) {
 	return maps.Clone(p.mu.pending), p.mu.aborts
 }
 
-// collect reads the metrics a collector holds.
-func collect(c prometheus.Collector) []*dto.Metric {
-	ch := make(chan prometheus.Metric, 16)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
-	var out []*dto.Metric
-	for m := range ch {
-		var pb dto.Metric
-		if m.Write(&pb) == nil {
-			out = append(out, &pb)
-		}
-	}
-	return out
-}
-
 // byLabel sums a counter vector's series by one label.
 func byLabel(c prometheus.Collector, name string) map[string]int64 {
 	out := map[string]int64{}
-	for _, m := range collect(c) {
+	for _, m := range promread.Collect(c) {
 		out[label(m, name)] += int64(m.GetCounter().GetValue())
 	}
 	return out

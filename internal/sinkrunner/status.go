@@ -4,7 +4,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/onceflow/onceflow/internal/promread"
+
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -33,41 +34,24 @@ func (r *Runner) Status() []SinkStatus {
 		}
 		return s
 	}
-	for _, m := range collect(r.m.deliveries) {
+	for _, m := range promread.Collect(r.m.deliveries) {
 		get(m).Outcomes[labelOf(m, "outcome")] = int64(m.GetCounter().GetValue())
 	}
-	for _, m := range collect(r.m.backlog) {
+	for _, m := range promread.Collect(r.m.backlog) {
 		get(m).Backlog = int64(m.GetGauge().GetValue())
 	}
-	for _, m := range collect(r.m.unknown) {
+	for _, m := range promread.Collect(r.m.unknown) {
 		get(m).Unknown = int64(m.GetGauge().GetValue())
 	}
-	for _, m := range collect(r.m.retries) {
+	for _, m := range promread.Collect(r.m.retries) {
 		get(m).Retries = int64(m.GetCounter().GetValue())
 	}
-	for _, m := range collect(r.m.deadLetters) {
+	for _, m := range promread.Collect(r.m.deadLetters) {
 		get(m).DeadLetters = int64(m.GetCounter().GetValue())
 	}
 	var out []SinkStatus
 	for _, name := range slices.Sorted(maps.Keys(by)) {
 		out = append(out, *by[name])
-	}
-	return out
-}
-
-// collect reads the metrics a collector holds.
-func collect(c prometheus.Collector) []*dto.Metric {
-	ch := make(chan prometheus.Metric, 16)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
-	var out []*dto.Metric
-	for m := range ch {
-		var pb dto.Metric
-		if m.Write(&pb) == nil {
-			out = append(out, &pb)
-		}
 	}
 	return out
 }
