@@ -1,10 +1,7 @@
 package processor_test
 
 import (
-	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -28,42 +25,13 @@ func TestHTTPEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(p.Handler(reg))
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	get := func(path string) (int, string) {
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		code, _ := get("/readyz")
-		if code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz still %d", code)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if code, body := get("/healthz"); code != http.StatusOK {
+	srv := serve(t, p, reg)
+	srv.waitCode("/readyz", http.StatusOK, 60*time.Second)
+	if code, body := srv.get("/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz: %d %s", code, body)
 	}
 	env.WaitCount(env.Name("out"), 100, 60*time.Second)
-	code, body := get("/metrics")
+	code, body := srv.get("/metrics")
 	if code != http.StatusOK {
 		t.Fatalf("/metrics: %d", code)
 	}

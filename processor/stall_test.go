@@ -7,10 +7,7 @@
 package processor_test
 
 import (
-	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -41,49 +38,16 @@ func TestHealthzFailsWhileStalled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(p.Handler(reg))
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	get := func(path string) (int, string) {
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	waitCode := func(path string, want int, within time.Duration) string {
-		t.Helper()
-		deadline := time.Now().Add(within)
-		for {
-			code, body := get(path)
-			if code == want {
-				return body
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s still %d %q after %v, want %d", path, code, body, within, want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	waitCode("/readyz", http.StatusOK, 60*time.Second)
+	srv := serve(t, p, reg)
+	srv.waitCode("/readyz", http.StatusOK, 60*time.Second)
 	env.Produce(in, 0, 100)
 	env.WaitCount(out, 100, 60*time.Second)
-	waitCode("/healthz", http.StatusOK, 5*time.Second)
+	srv.waitCode("/healthz", http.StatusOK, 5*time.Second)
 
 	h := env.Broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: out, Err: kerr.InvalidRecord, Count: -1})
 	env.Produce(in, 100, 100)
 	stalled := time.Now()
-	body := waitCode("/healthz", http.StatusServiceUnavailable, 30*time.Second)
+	body := srv.waitCode("/healthz", http.StatusServiceUnavailable, 30*time.Second)
 	t.Logf("/healthz after %v: %s", time.Since(stalled).Round(time.Millisecond), strings.TrimSpace(body))
 	if !strings.Contains(body, "partition "+in+"/0") || !strings.Contains(body, "aborted since the last commit") {
 		t.Errorf("/healthz does not name the stalled partition and the aborts: %q", body)
@@ -92,7 +56,7 @@ func TestHealthzFailsWhileStalled(t *testing.T) {
 		t.Errorf("stats %+v: want a loop of aborts after a commit", s)
 	}
 	// The status page shows the partition stalled, and the abort loop.
-	if code, page := get("/"); code != http.StatusOK || !strings.Contains(page, `<td class="bad">stalled</td>`) ||
+	if code, page := srv.get("/"); code != http.StatusOK || !strings.Contains(page, `<td class="bad">stalled</td>`) ||
 		!strings.Contains(page, "since the last commit)") || !strings.Contains(page, "unhealthy: ") {
 		t.Errorf("status page while stalled: %d, want the task stalled, the aborts and the health reason:\n%s", code, page)
 	}
@@ -105,7 +69,7 @@ func TestHealthzFailsWhileStalled(t *testing.T) {
 
 	h.Remove()
 	env.WaitCount(out, 200, 60*time.Second)
-	waitCode("/healthz", http.StatusOK, 10*time.Second)
+	srv.waitCode("/healthz", http.StatusOK, 10*time.Second)
 	if st := p.Status(); len(st.Tasks) != 1 || st.Tasks[0].State != processor.TaskRunning || st.Health != "" {
 		t.Errorf("status after recovery: %+v", st)
 	}

@@ -20,8 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"net/http/httptest"
-
 	"github.com/onceflow/onceflow/examples/orders"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/processor"
@@ -85,24 +83,14 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(p.Handler(reg))
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	srv := serve(t, p, reg)
 	env.WaitCount(p.RejectedTopic(), dups, 60*time.Second)
 	deadline := time.Now().Add(30 * time.Second)
 	for p.Status().Stats.RecordsIn < events+dups && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	dom := string(browse(t, bin, srv.URL+"/", "--dump-dom"))
+	dom := string(browse(t, bin, srv.url+"/", "--dump-dom"))
 	rows := regexp.MustCompile(`<td>0_(\d)</td><td>`+regexp.QuoteMeta(in)+`</td><td class="n">(\d)</td>\s*<td class="ok">running</td>`).FindAllStringSubmatch(dom, -1)
 	if len(rows) != 3 {
 		t.Errorf("running task rows in the browser's DOM: %d, want 3\n%s", len(rows), dom)
@@ -119,7 +107,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 
 	shot := filepath.Join(t.TempDir(), "status-page.png")
-	browse(t, bin, srv.URL+"/", "--screenshot="+shot, "--window-size=1000,1250")
+	browse(t, bin, srv.url+"/", "--screenshot="+shot, "--window-size=1000,1250")
 	b, err := os.ReadFile(shot)
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,7 @@
 package processor_test
 
 import (
-	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -81,22 +78,12 @@ func TestStatusPageServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(p.Handler(reg))
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	srv := serve(t, p, reg)
 	env.WaitCount(out, 90, 60*time.Second)
 	var page string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		code, body := getPage(t, srv.URL+"/")
+		code, body := srv.get("/")
 		if code != http.StatusOK {
 			t.Fatalf("/: %d %s", code, body)
 		}
@@ -129,20 +116,9 @@ func TestStatusPageServed(t *testing.T) {
 	if sum != 90 {
 		t.Errorf("records in over the task rows: %d, want 90", sum)
 	}
-	if code, _ := getPage(t, srv.URL+"/nope"); code != http.StatusNotFound {
+	if code, _ := srv.get("/nope"); code != http.StatusNotFound {
 		t.Errorf("/nope: %d, want 404", code)
 	}
-}
-
-func getPage(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // A restoring replica shows the restore's progress and its tasks as

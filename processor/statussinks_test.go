@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -42,17 +41,7 @@ func TestStatusPageShowsSinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(p.Handler(reg))
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	srv := serve(t, p, reg)
 	for i := range 10 {
 		env.ProduceRaw(in, fmt.Appendf(nil, "k%d", i), fmt.Appendf(nil, "v%d", i))
 	}
@@ -63,7 +52,7 @@ func TestStatusPageShowsSinks(t *testing.T) {
 	if s := p.Status().Sinks[0]; s.Sink != "hook" || s.Unknown != 0 || s.Parked != 0 || delivered.Load() != 9 {
 		t.Errorf("sink status %+v, delivered %d", s, delivered.Load())
 	}
-	code, page := getPage(t, srv.URL+"/")
+	code, page := srv.get("/")
 	if code != http.StatusOK {
 		t.Fatalf("/: %d", code)
 	}
