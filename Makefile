@@ -25,6 +25,7 @@ lint:
 	$(GO) vet -tags kafka ./...
 	$(STATICCHECK) -tags kafka ./...
 	$(GO) test -count=1 ./internal/archtest
+	cd deploy/kubernetes && $(GO) vet ./... && $(STATICCHECK) ./...
 
 build:
 	$(GO) build -o bin/onceflow ./cmd/onceflow
@@ -61,11 +62,13 @@ test-kafka:
 compose-check:
 	@scripts/compose-check.sh
 
-# The status page in headless Chromium (Debian's chromium package; the test
-# skips without it). UPDATE=1 rewrites docs/status-page.png. With
-# ONCEFLOW_MERMAID_JS (the path of mermaid.min.js, npm package mermaid), the
-# Mermaid charts of Topology.DescribeMermaid are rendered by Mermaid too.
+# The status page in headless Chromium (Debian's chromium package, which
+# scripts/install-chromium.sh installs when absent). UPDATE=1 rewrites
+# docs/status-page.png. With ONCEFLOW_MERMAID_JS (the path of
+# mermaid.min.js, npm package mermaid), the Mermaid charts of
+# Topology.DescribeMermaid are rendered by Mermaid too.
 test-browser:
+	ONCEFLOW_CHROMIUM="$$(scripts/install-chromium.sh | tail -n 1)" && export ONCEFLOW_CHROMIUM && \
 	$(GO) test -tags browser -count=1 -run TestStatusPageInBrowser ./processor $(if $(UPDATE),-args -update-screenshot)
 	$(GO) test -tags browser -count=1 -run TestMermaidRenders ./topology
 

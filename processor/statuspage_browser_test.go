@@ -27,8 +27,16 @@ import (
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the screenshot to docs/status-page.png")
 
-// chromium finds Debian's headless browser, or skips.
+// chromium finds Debian's headless browser: ONCEFLOW_CHROMIUM when set
+// (make test-browser sets it after installing the browser; then a missing
+// browser fails the test), else the first on PATH, or skips.
 func chromium(t *testing.T) string {
+	if p := os.Getenv("ONCEFLOW_CHROMIUM"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Fatalf("ONCEFLOW_CHROMIUM=%s: %v", p, err)
+		}
+		return p
+	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
