@@ -7,7 +7,11 @@
 //   - Gates, which reject records visibly: Dedup (an event id seen before,
 //     reason duplicate or conflict) and LatestVersion (an update not newer
 //     than the last one accepted per entity, reason stale).
-//   - Aggregates by key: Reduce, Count and Sum.
+//   - Aggregates by key: Reduce, Count and Sum, and after grouping
+//     (GroupByKey, or GroupBy with a new key) Grouped.Count,
+//     Grouped.Reduce and Aggregate. Grouping goes through an internal
+//     topic "<application id>-<name>-repartition" when the key may have
+//     changed, so a grouped aggregate is always correct.
 //   - State of one's own: Store declares a key-value store, passed to the
 //     Process functions that read and write it.
 //   - Topics between parts of the graph: Repartition (an internal topic,

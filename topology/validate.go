@@ -98,33 +98,13 @@ func (t *Topology) checkKeyedState() []error {
 			parents[c] = append(parents[c], n)
 		}
 	}
-	// changer returns a key-changing node upstream of n within its
-	// sub-topology (a source, repartition included, ends the walk).
-	seen := map[*graph.Node]bool{}
-	var changer func(n *graph.Node) *graph.Node
-	changer = func(n *graph.Node) *graph.Node {
-		for _, p := range parents[n] {
-			if seen[p] {
-				continue
-			}
-			seen[p] = true
-			if p.ChangesKey {
-				return p
-			}
-			if c := changer(p); c != nil {
-				return c
-			}
-		}
-		return nil
-	}
 	var errs []error
 	for _, n := range t.nodes {
 		if !n.KeyedState {
 			continue
 		}
-		clear(seen)
-		if c := changer(n); c != nil {
-			errs = append(errs, fmt.Errorf("topology: %s %q aggregates by key, but %s %q before it may change the key, so one key's records can be in different partitions: add topology.Repartition(stream, name, keyCodec, valueCodec) between them", n.Op, n.Name, c.Op, c.Name))
+		if c := changerAbove(parents, n, map[*graph.Node]bool{}); c != nil {
+			errs = append(errs, fmt.Errorf("topology: %s %q aggregates by key, but %s %q before it may change the key, so one key's records can be in different partitions: group with topology.GroupByKey or GroupBy, or add topology.Repartition(stream, name, keyCodec, valueCodec) between them", n.Op, n.Name, c.Op, c.Name))
 		}
 	}
 	return errs
