@@ -41,6 +41,9 @@
 //	onceflow_consumer_lag{topic,partition}   records of an owned input partition not yet processed
 //	onceflow_transaction_timeout_seconds     the transaction timeout (for headroom alerts)
 //	onceflow_slow_commits_total              commits that took over half the transaction timeout
+//	onceflow_state_bytes{store,task}         estimated bytes of a store of a task in the state's files (every 30 s)
+//	onceflow_state_disk_bytes                bytes of the state's files (tables, log, manifest)
+//	onceflow_state_memtable_bytes            bytes of state in memtables, not in onceflow_state_bytes yet
 //	onceflow_build_info{version,revision,go_version}  always 1
 //
 // Counters with a label exist at zero for their known labels (outcomes,

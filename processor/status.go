@@ -49,6 +49,20 @@ type Status struct {
 	Rejections map[string]int64
 	// Sinks are the delivery counts of the topology's external sinks.
 	Sinks []SinkStatus
+	// State is the local state's size per store and task, measured every
+	// 30 s from the state's files (writes still in memory are counted in
+	// StateMemTableBytes only); StateDiskBytes is the size of all its
+	// files.
+	State                              []StoreStatus
+	StateDiskBytes, StateMemTableBytes int64
+}
+
+// StoreStatus is the local size of one store of one task.
+type StoreStatus struct {
+	Store string
+	// Task is "<sub-topology>_<partition>".
+	Task  string
+	Bytes int64
 }
 
 // CommitHeadroom is how far the last commit latency stays below the
@@ -123,6 +137,10 @@ func (p *Processor) Status() Status {
 	st.LastCommitLatency, st.TransactionTimeout = es.LastCommit, es.TransactionTimeout
 	st.AbortsSinceCommit, st.StallTimeout = es.AbortsSinceCommit, es.StallTimeout
 	st.Rejections = maps.Clone(es.Rejections)
+	for _, sz := range es.State {
+		st.State = append(st.State, StoreStatus{Store: sz.Store, Task: sz.Task, Bytes: sz.Bytes})
+	}
+	st.StateDiskBytes, st.StateMemTableBytes = es.StateDisk, es.StateMemTable
 	for _, t := range es.Tasks {
 		state := TaskRunning
 		switch {

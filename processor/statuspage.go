@@ -2,6 +2,7 @@ package processor
 
 import (
 	_ "embed"
+	"fmt"
 	"html/template"
 	"io"
 	"net/http"
@@ -22,6 +23,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 		return d.Round(100 * time.Microsecond).String()
 	},
 	"percent": func(f float64) float64 { return 100 * f },
+	"bytes":   humanBytes,
 	"stateClass": func(s TaskState) string {
 		switch s {
 		case TaskStalled:
@@ -41,6 +43,20 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 		return "ok"
 	},
 }).Parse(statusHTML))
+
+// humanBytes formats n bytes in binary units ("1.5 MiB").
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}
 
 // WriteStatusPage renders s as the HTML status page served on /.
 func WriteStatusPage(w io.Writer, s Status) error {

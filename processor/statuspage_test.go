@@ -27,6 +27,9 @@ func TestWriteStatusPage(t *testing.T) {
 		Rejections: map[string]int64{"duplicate": 4, "stale": 0},
 		Sinks:      []processor.SinkStatus{{Sink: "mail", Succeeded: 10, DeadLettered: 1, Parked: 2, Backlog: 3}},
 		Health:     "engine: stalled: partition orders/1 <pending>",
+		State: []processor.StoreStatus{{Store: "orders-dedup", Task: "0_0", Bytes: 512},
+			{Store: "orders-totals", Task: "0_1", Bytes: 3 << 20}},
+		StateDiskBytes: 5<<20 + 1<<19, StateMemTableBytes: 2048,
 	}
 	var b strings.Builder
 	if err := processor.WriteStatusPage(&b, s); err != nil {
@@ -55,6 +58,9 @@ func TestWriteStatusPage(t *testing.T) {
 		`<td>stale</td><td class="n">0</td>`,
 		`<td>mail</td><td class="n">10</td><td class="n warn">1</td>`,
 		"done (5 records restored)",
+		"5.5 MiB on disk, 2.0 KiB in memory",
+		`<td>orders-dedup</td><td>0_0</td><td class="n">512 B</td>`,
+		`<td>orders-totals</td><td>0_1</td><td class="n">3.0 MiB</td>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

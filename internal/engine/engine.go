@@ -129,6 +129,7 @@ type Engine struct {
 
 	progress *progress
 	live     live           // session and last commit, for Status
+	sizes    stateSizes     // the state-size series shown
 	closing  sync.WaitGroup // producers being closed in the background
 
 	ready   atomic.Bool

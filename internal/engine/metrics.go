@@ -84,6 +84,9 @@ type metrics struct {
 	txnTimeout     prometheus.Gauge
 	slowCommits    prometheus.Counter
 	buildInfo      *prometheus.GaugeVec
+	stateBytes     *prometheus.GaugeVec
+	stateDisk      prometheus.Gauge
+	stateMemTable  prometheus.Gauge
 }
 
 // lag is the gauge of one input partition's lag.
@@ -146,6 +149,10 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 		Help: "Records of an owned input partition not yet processed: its end offset as last fetched minus the offset after the last record processed.", ConstLabels: labels}, []string{"topic", "partition"})
 	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "onceflow_build_info",
 		Help: "Always 1: onceflow's module version, the commit it was built from when known, and the Go version.", ConstLabels: labels}, []string{"version", "revision", "go_version"})
+	m.stateBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "onceflow_state_bytes",
+		Help: "Estimated bytes of one store of one task in the local state's files (measured every 30 s; writes still in the memtable are not counted).", ConstLabels: labels}, []string{"store", "task"})
+	m.stateDisk = gauge("onceflow_state_disk_bytes", "Bytes of the local state's files: tables, write-ahead log, manifest.")
+	m.stateMemTable = gauge("onceflow_state_memtable_bytes", "Bytes of the local state held in memtables, not yet flushed to its files.")
 	v, rev := version.Module()
 	m.buildInfo.WithLabelValues(v, rev, runtime.Version()).Set(1)
 	// Series that exist at zero, so a rate or an alert sees them before
@@ -162,7 +169,8 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.recordsIn, m.recordsOut, m.rejected, m.transactions, m.commitLatency,
 			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges, m.skewed,
-			m.commitTimeouts, m.stalled, m.oldestPending, m.wipes, m.dropped, m.expired, m.purges, m.restoreWaits, m.consumerLag, m.buildInfo, m.txnTimeout, m.slowCommits} {
+			m.commitTimeouts, m.stalled, m.oldestPending, m.wipes, m.dropped, m.expired, m.purges, m.restoreWaits, m.consumerLag, m.buildInfo, m.txnTimeout, m.slowCommits,
+			m.stateBytes, m.stateDisk, m.stateMemTable} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -58,6 +58,8 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 			e.log.Warn("state cleanup failed", "error", err)
 		}
 		keep = keeper{owned: owned, marked: e.cfg.Now(), cleaned: e.cfg.Now()}
+		e.sizes.own(owned)
+		e.measureState()
 	}
 	batches := make(chan kafka.Batch, 64)
 	h.d = &driver{e: e, s: s, p: e.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},

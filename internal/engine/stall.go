@@ -189,7 +189,8 @@ func (e *Engine) Health() error {
 
 // watch reports stalls until ctx ends: a warning per stalled partition
 // when it stalls and again every stall timeout while it stays stalled, the
-// stall gauges, and a line every restoreLogInterval while a restore runs.
+// stall gauges, a line every restoreLogInterval while a restore runs, and
+// the state's size every stateSizeInterval.
 func (e *Engine) watch(ctx context.Context, tick <-chan time.Time) {
 	bound := e.stallTimeout()
 	reported := map[string]time.Time{}
@@ -220,6 +221,9 @@ func (e *Engine) watch(ctx context.Context, tick <-chan time.Time) {
 			}
 		}
 		reported = next
+		if e.db != nil && e.sizes.due(now) {
+			e.measureState()
+		}
 		if on, since := e.progress.restoreState(); on && now.Sub(lastRestoreLog) >= restoreLogInterval {
 			lastRestoreLog = now
 			e.log.Named("restore").Info("restore in progress", "restored_records", promread.Total(e.m.restored), "since_last_record", now.Sub(since).Round(time.Millisecond))

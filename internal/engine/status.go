@@ -46,6 +46,10 @@ type Status struct {
 	// AbortsSinceCommit is the transactions aborted since the last commit.
 	AbortsSinceCommit int
 	StallTimeout      time.Duration
+	// State is the measured size of each store of each task kept locally;
+	// StateDisk and StateMemTable the whole state's files and memtables.
+	State                    []StoreSize
+	StateDisk, StateMemTable int64
 }
 
 // TaskStatus is one owned input partition.
@@ -147,6 +151,8 @@ func (e *Engine) Status() Status {
 		st.RestoreIdle = now.Sub(since)
 	}
 	st.Rejections = byLabel(e.m.rejected, "reason")
+	st.State = e.storeSizes()
+	st.StateDisk, st.StateMemTable = gaugeValue(e.m.stateDisk), gaugeValue(e.m.stateMemTable)
 	st.Tasks, st.AbortsSinceCommit = e.taskStatuses(now, claims)
 	return st
 }
@@ -193,6 +199,15 @@ func byLabel(c prometheus.Collector, name string) map[string]int64 {
 		out[label(m, name)] += int64(m.GetCounter().GetValue())
 	}
 	return out
+}
+
+// gaugeValue reads a gauge.
+func gaugeValue(g prometheus.Gauge) int64 {
+	var pb dto.Metric
+	if g.Write(&pb) != nil {
+		return 0
+	}
+	return int64(pb.GetGauge().GetValue())
 }
 
 func label(m *dto.Metric, name string) string {

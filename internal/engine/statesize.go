@@ -1,0 +1,107 @@
+package engine
+
+// The local state's size: measured from Pebble's file metadata every
+// stateSizeInterval by the watchdog and at the start of each session,
+// never on the record path.
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/promread"
+	"github.com/onceflow/onceflow/statestore"
+)
+
+// stateSizeInterval is how often the local state's size is measured.
+const stateSizeInterval = 30 * time.Second
+
+// stateSizes remembers which (store, task) series the state-size gauge
+// has, so that a task whose state is gone loses its series.
+type stateSizes struct {
+	mu struct {
+		sync.Mutex
+		owned    []statestore.StoreTask // the session's store tasks: shown even while empty
+		shown    map[statestore.StoreTask]bool
+		measured time.Time
+	}
+}
+
+// own notes the store tasks of a new session (nil when it ends).
+func (s *stateSizes) own(owned []statestore.StoreTask) {
+	s.mu.Lock()
+	s.mu.owned = slices.Clone(owned)
+	s.mu.Unlock()
+}
+
+// due reports whether a measurement is due at now, and if so notes it.
+func (s *stateSizes) due(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.mu.measured.IsZero() && now.Sub(s.mu.measured) < stateSizeInterval {
+		return false
+	}
+	s.mu.measured = now
+	return true
+}
+
+// measureState sets the state-size gauges: one series per store task
+// owned now or kept on disk (the rest are deleted), and the database's
+// disk and memtable bytes. A failed read is logged and leaves the gauges
+// as they were.
+func (e *Engine) measureState() {
+	if e.db == nil {
+		return
+	}
+	kept, err := e.db.Tasks()
+	if err != nil {
+		e.log.Warn("cannot list the state's tasks to measure them", "error", err)
+		return
+	}
+	s := &e.sizes
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := map[statestore.StoreTask]bool{}
+	for _, st := range append(kept, s.mu.owned...) {
+		if now[st] {
+			continue
+		}
+		n, err := e.db.Size(st.Store, st.Task)
+		if err != nil {
+			e.log.Warn("cannot measure a store", "store", st.Store, "task", st.Task.String(), "error", err)
+			continue
+		}
+		now[st] = true
+		e.m.stateBytes.WithLabelValues(st.Store, st.Task.String()).Set(float64(n))
+	}
+	for st := range s.mu.shown {
+		if !now[st] {
+			e.m.stateBytes.DeleteLabelValues(st.Store, st.Task.String())
+		}
+	}
+	s.mu.shown = now
+	if u, err := e.db.Usage(); err == nil {
+		e.m.stateDisk.Set(float64(u.Disk))
+		e.m.stateMemTable.Set(float64(u.MemTable))
+	}
+}
+
+// StoreSize is the measured size of one store of one task.
+type StoreSize struct {
+	Store, Task string
+	Bytes       int64
+}
+
+// storeSizes reads the state-size gauge, sorted by store and task.
+func (e *Engine) storeSizes() []StoreSize {
+	var out []StoreSize
+	for _, m := range promread.Collect(e.m.stateBytes) {
+		out = append(out, StoreSize{Store: label(m, "store"), Task: label(m, "task"), Bytes: int64(m.GetGauge().GetValue())})
+	}
+	slices.SortFunc(out, func(a, b StoreSize) int {
+		return cmp.Or(strings.Compare(a.Store, b.Store), cmp.Compare(len(a.Task), len(b.Task)), strings.Compare(a.Task, b.Task))
+	})
+	return out
+}

@@ -1,0 +1,61 @@
+package statestore
+
+import "fmt"
+
+// Size estimates the bytes store's keyspace of task takes in the database's
+// files on disk: its user keys and, for a dedup store, its expiry index.
+// It reads the files' metadata, not the keys, so it is cheap enough to call
+// periodically. It counts whole blocks of the tables (4 KB each by default),
+// so a small keyspace may be charged a block it shares with its neighbour.
+// Writes still in the memtable (up to Options.MemTableSize of
+// the whole database, see Usage) are not counted until Pebble flushes them
+// to a file, and deleted keys count until a compaction drops them.
+func (db *DB) Size(store string, task Task) (uint64, error) {
+	if err := db.check(); err != nil {
+		return 0, err
+	}
+	st := StoreTask{store, task}
+	if err := st.validate(); err != nil {
+		return 0, err
+	}
+	var total uint64
+	for _, kind := range []byte{kindData, kindDedupIndex} {
+		p := appendPrefix(nil, kind, st)
+		n, err := db.pdb.EstimateDiskUsage(p, prefixEnd(p))
+		if err != nil {
+			return 0, fmt.Errorf("statestore: size of %s: %w", st, err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// Usage is the footprint of the whole database.
+type Usage struct {
+	// Disk is the bytes of the database's files: tables, write-ahead log,
+	// manifest (for an in-memory database, the same files held in memory).
+	Disk uint64
+	// MemTable is the bytes held in memtables: writes not flushed to a
+	// table yet, which Size does not see.
+	MemTable uint64
+}
+
+// Usage reports the database's footprint.
+func (db *DB) Usage() (Usage, error) {
+	if err := db.check(); err != nil {
+		return Usage{}, err
+	}
+	m := db.pdb.Metrics()
+	return Usage{Disk: m.DiskSpaceUsage(), MemTable: m.MemTable.Size}, nil
+}
+
+// Flush writes the memtable to a table on disk.
+func (db *DB) Flush() error {
+	if err := db.check(); err != nil {
+		return err
+	}
+	if err := db.pdb.Flush(); err != nil {
+		return fmt.Errorf("statestore: flush: %w", err)
+	}
+	return nil
+}
