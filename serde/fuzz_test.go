@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/onceflow/onceflow/serde"
 )
@@ -61,8 +62,9 @@ type fuzzDoc struct {
 }
 
 // FuzzJSONDecode checks that Decode never panics, accepts only what
-// encoding/json accepts, and that what it accepts survives an encode and a
-// second decode unchanged.
+// encoding/json accepts and is valid UTF-8 (encoding/json would replace
+// invalid bytes), and that what it accepts survives an encode and a second
+// decode unchanged.
 func FuzzJSONDecode(f *testing.F) {
 	f.Add([]byte(`{"id":"o-1","n":3,"f":1.5,"ok":true,"tags":["a"],"attrs":{"k":"v"},"any":[1,"x",null,{"y":false}],"next":{"id":"o-2"}}`))
 	f.Add([]byte(`null`))
@@ -73,8 +75,11 @@ func FuzzJSONDecode(f *testing.F) {
 		v, err := c.Decode(b)
 		var ref fuzzDoc
 		refErr := json.Unmarshal(b, &ref)
+		if refErr == nil && !utf8.Valid(b) {
+			refErr = serde.ErrInvalidUTF8
+		}
 		if (err == nil) != (refErr == nil) {
-			t.Fatalf("Decode(%q) error %v, encoding/json error %v", b, err, refErr)
+			t.Fatalf("Decode(%q) error %v, reference error %v", b, err, refErr)
 		}
 		if err != nil {
 			if errors.Is(err, serde.ErrNull) {

@@ -21,12 +21,15 @@
 package serde
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"unicode/utf8"
 )
 
 // Codec encodes and decodes values of one type.
@@ -43,6 +46,11 @@ type Codec[T any] interface {
 // ErrNull is returned by Decode when a codec has no representation for a
 // Kafka null. Not retryable.
 var ErrNull = errors.New("serde: null value")
+
+// ErrInvalidUTF8 is wrapped by the errors of a text format's Decode and
+// Encode (JSON) for bytes or strings that are not valid UTF-8. Not
+// retryable.
+var ErrInvalidUTF8 = errors.New("invalid UTF-8")
 
 // String is UTF-8 text, the bytes as they are. Null decodes to "".
 func String() Codec[string] { return stringCodec{} }
@@ -241,7 +249,15 @@ func fixed(name string, b []byte, n int) error {
 }
 
 // JSON encodes T with encoding/json. Decoding rejects a Kafka null, trailing
-// data and malformed documents.
+// data and malformed documents. The JSON literal null decodes to T's zero
+// value.
+//
+// JSON text is UTF-8 (RFC 8259): Decode rejects a document that is not
+// valid UTF-8, where encoding/json would silently replace each invalid byte
+// of a string with U+FFFD (two customers "c\xff" and "c\xfe" would become one),
+// and Encode rejects a value holding a string that is not valid UTF-8, which
+// encoding/json would likewise replace. Bytes that must pass unchanged
+// belong in a []byte field (base64 in JSON) or in a Bytes codec.
 func JSON[T any]() Codec[T] { return jsonCodec[T]{} }
 
 type jsonCodec[T any] struct{}
@@ -253,6 +269,13 @@ func (jsonCodec[T]) Encode(v T) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serde: json encode: %w", err)
 	}
+	// encoding/json writes the escape \ufffd for every invalid byte of a
+	// string; only an output holding one can have replaced anything.
+	if bytes.Contains(b, escapedReplacement) {
+		if path, bad := invalidUTF8(reflect.ValueOf(v), "", 0); bad {
+			return nil, fmt.Errorf("serde: json encode: %s: %w", path, ErrInvalidUTF8)
+		}
+	}
 	return b, nil
 }
 
@@ -260,6 +283,9 @@ func (jsonCodec[T]) Decode(b []byte) (T, error) {
 	var v T
 	if b == nil {
 		return v, ErrNull
+	}
+	if !utf8.Valid(b) {
+		return v, fmt.Errorf("serde: json decode: byte %d: %w", validPrefix(b), ErrInvalidUTF8)
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return v, fmt.Errorf("serde: json decode: %w", err)

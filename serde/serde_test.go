@@ -298,3 +298,86 @@ func TestJSONEncodeError(t *testing.T) {
 		t.Fatal("Encode(chan): want an error")
 	}
 }
+
+// JSON text is UTF-8: a document with an invalid byte is refused, not
+// decoded with the byte replaced by U+FFFD (encoding/json's behaviour,
+// which would make "c\xff" and "c\xfe" the same string). A genuine U+FFFD,
+// escaped or not, is text like any other.
+func TestJSONInvalidUTF8Decode(t *testing.T) {
+	c := serde.JSON[order]()
+	for _, wire := range [][]byte{
+		[]byte("{\"id\":\"c\xff\"}"),
+		[]byte("{\"id\":\"\xc3\"}"),                 // a truncated sequence
+		[]byte("{\"id\":\"\xed\xa0\x80\"}"),         // a UTF-16 surrogate
+		[]byte("{\"id\":\"x\"}\xff"),                // outside the document
+		[]byte("{\"id\":\"x\",\"other\":\"\xfe\"}"), // in an unknown field
+	} {
+		_, err := c.Decode(wire)
+		if !errors.Is(err, serde.ErrInvalidUTF8) {
+			t.Errorf("Decode(%q) error %v, want ErrInvalidUTF8", wire, err)
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), "serde: json decode: byte ") {
+			t.Errorf("error %q does not say where", err)
+		}
+	}
+	for _, wire := range []string{`{"id":"c\ufffd"}`, "{\"id\":\"c\xef\xbf\xbd\"}"} {
+		o, err := c.Decode([]byte(wire))
+		if err != nil || o.ID != "c\ufffd" {
+			t.Errorf("Decode(%q) = %+v, %v; want id c\\ufffd", wire, o, err)
+		}
+	}
+}
+
+// Encode refuses a string that is not valid UTF-8, where encoding/json
+// would write U+FFFD in its place, and names where it is.
+func TestJSONInvalidUTF8Encode(t *testing.T) {
+	type inner struct {
+		Tags map[string]string `json:"tags"`
+	}
+	type doc struct {
+		Name  string  `json:"name"`
+		Items []inner `json:"items"`
+		Raw   []byte  `json:"raw"`
+		Any   any     `json:"any"`
+	}
+	for _, tc := range []struct {
+		v    doc
+		path string
+	}{
+		{doc{Name: "a\xff"}, "value.name"},
+		{doc{Items: []inner{{}, {Tags: map[string]string{"k": "\xc3"}}}}, `value.items[1].tags["k"]`},
+		{doc{Items: []inner{{Tags: map[string]string{"k\xfe": "v"}}}}, `value.items[0].tags (a key)`},
+		{doc{Any: []any{"ok", "bad\xff"}}, "value.any[1]"},
+	} {
+		_, err := serde.JSON[doc]().Encode(tc.v)
+		if !errors.Is(err, serde.ErrInvalidUTF8) || !strings.Contains(err.Error(), tc.path) {
+			t.Errorf("Encode(%+v) error %v, want ErrInvalidUTF8 at %s", tc.v, err, tc.path)
+		}
+	}
+	ok := doc{Name: "c\ufffd", Raw: []byte{0xff}, Any: map[string]any{"x": "\ufffd"}}
+	b, err := serde.JSON[doc]().Encode(ok)
+	if err != nil {
+		t.Fatalf("Encode(%+v): %v", ok, err)
+	}
+	if back, err := serde.JSON[doc]().Decode(b); err != nil || back.Name != ok.Name || !bytes.Equal(back.Raw, ok.Raw) {
+		t.Fatalf("round trip of %s = %+v, %v", b, back, err)
+	}
+	if _, err := serde.JSON[string]().Encode("\xff"); !errors.Is(err, serde.ErrInvalidUTF8) {
+		t.Errorf("Encode of a bare invalid string: %v, want ErrInvalidUTF8", err)
+	}
+}
+
+// String keeps bytes as they are, valid UTF-8 or not (Java's
+// StringDeserializer would replace invalid sequences with U+FFFD; onceflow
+// does not), so a key passes through a String codec byte for byte.
+func TestStringKeepsInvalidUTF8(t *testing.T) {
+	wire := []byte("k\xff\xc3")
+	v, err := serde.String().Decode(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := serde.String().Encode(v)
+	if !bytes.Equal(out, wire) {
+		t.Fatalf("String round trip of %q = %q", wire, out)
+	}
+}

@@ -2,7 +2,8 @@
 // a dedup gate (event id), a version gate (per order) and per-customer
 // totals. `onceflow run orders` runs it; the demo measures it.
 //
-// Input: key = customer id, value = JSON Event, header event-id. Output:
+// Input: key = customer id, value = JSON Event (with an order_id and a
+// customer; otherwise rejected as undecodable), header event-id. Output:
 // key = customer id, value = the customer's new total (int64, 8 bytes
 // big-endian) after every accepted event. The total is the sum over the
 // customer's orders of each order's latest accepted amount.
@@ -12,6 +13,7 @@
 package orders
 
 import (
+	"errors"
 	"time"
 
 	"github.com/onceflow/onceflow/serde"
@@ -27,6 +29,26 @@ type Event struct {
 	Version  uint64 `json:"version"`
 }
 
+// eventCodec is Event in JSON, refusing an event the topology cannot
+// place: one without an order id (the version gate's entity: every such
+// event would share one version) or without a customer (the key of the
+// total it adds to). Such records, the JSON literal null among them, are
+// rejected as undecodable. A missing version is version 0.
+type eventCodec struct{ serde.Codec[Event] }
+
+func (c eventCodec) Decode(b []byte) (Event, error) {
+	e, err := c.Codec.Decode(b)
+	switch {
+	case err != nil:
+		return e, err
+	case e.OrderID == "":
+		return e, errors.New("orders: event without an order_id")
+	case e.Customer == "":
+		return e, errors.New("orders: event without a customer")
+	}
+	return e, nil
+}
+
 // Retention is how long an event id is remembered, by event time.
 const Retention = 7 * 24 * time.Hour
 
@@ -40,7 +62,7 @@ func Topology(input, output string) *topology.Topology {
 // events (past the dedup and version gates).
 func build(input, output string) (*topology.Topology, topology.Stream[string, Event]) {
 	t := topology.New("orders")
-	in := topology.Source(t, input, serde.String(), serde.JSON[Event]())
+	in := topology.Source(t, input, serde.String(), eventCodec{serde.JSON[Event]()})
 	fresh := topology.Dedup(in, "event-ids", topology.EventIDHeader("event-id"), Retention)
 	current := topology.LatestVersion(fresh, "order-versions", func(_ string, e Event) (string, uint64) { return e.OrderID, e.Version })
 	amounts := topology.Store(t, "order-amounts", serde.String(), serde.Int64())

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/onceflow/onceflow/examples/orders"
 	"github.com/onceflow/onceflow/serde"
@@ -53,6 +54,46 @@ func TestOrdersTotals(t *testing.T) {
 		reasons = append(reasons, r.Reason)
 	}
 	if want := []string{"duplicate", "stale", "conflict"}; !slices.Equal(reasons, want) {
+		t.Errorf("rejections %v, want %v", reasons, want)
+	}
+}
+
+// An event the topology cannot place, without an order id or a customer
+// (the JSON literal null among them), is rejected as undecodable instead of
+// being counted under the empty order, where every such event would share
+// one version and one total.
+func TestOrdersEventsWithoutIDsAreUndecodable(t *testing.T) {
+	d, err := topologytest.New(orders.Topology("orders", "totals"), topologytest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in := topologytest.Input(d, "orders", serde.String(), serde.Bytes())
+	out := topologytest.Output(d, "totals", serde.String(), serde.Int64())
+	for i, v := range []string{
+		`null`,
+		`{}`,
+		`{"order_id":"o1","amount":5,"version":1}`,
+		`{"customer":"c1","amount":5,"version":1}`,
+		`{"order_id":"o2","customer":"c1","amount":5}`, // no version: version 0, accepted
+	} {
+		h := topology.Headers{{Key: "event-id", Value: []byte("e" + strconv.Itoa(i))}}
+		if err := in.PipeRaw([]byte("c1"), []byte(v), h, time.Time{}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := out.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Key != "c1" || got[0].Value != 5 {
+		t.Errorf("outputs %+v, want one: c1 = 5", got)
+	}
+	var reasons []string
+	for _, r := range d.Rejections() {
+		reasons = append(reasons, r.Reason)
+	}
+	if want := slices.Repeat([]string{"undecodable"}, 4); !slices.Equal(reasons, want) {
 		t.Errorf("rejections %v, want %v", reasons, want)
 	}
 }
