@@ -126,7 +126,7 @@ func (m *mermaid) topic(name, role string) string {
 // store returns the id of a store's node, declaring it on first use.
 func (m *mermaid) store(st graph.Store) string {
 	if _, ok := m.stores[st.Name]; !ok {
-		kind := map[graph.StoreKind]string{graph.StoreKeyValue: "key-value", graph.StoreDedup: "dedup", graph.StoreVersion: "versions"}[st.Kind]
+		kind := map[graph.StoreKind]string{graph.StoreKeyValue: "key-value", graph.StoreDedup: "dedup", graph.StoreVersion: "versions", graph.StoreWindow: "window"}[st.Kind]
 		m.stores[st.Name] = "store " + st.Name + " (" + kind + ")"
 		m.sorder = append(m.sorder, st.Name)
 	}

@@ -17,6 +17,11 @@ const (
 	StoreDedup
 	// StoreVersion keeps the last applied version per entity key.
 	StoreVersion
+	// StoreWindow keeps the windows of a windowed aggregation, their
+	// indexes by close and expiry time, and the stage's stream time, in
+	// the layout of topology's window stages (a key-value store to the
+	// runtime).
+	StoreWindow
 )
 
 // Store declares a state store a node uses.
@@ -49,6 +54,10 @@ type State interface {
 	Range(store string, start, end []byte, fn func(key, value []byte) bool) error
 	// Dedup checks and remembers an event id with the hash of its payload.
 	Dedup(store string, eventID []byte, payloadHash [32]byte, eventTime time.Time) (DedupResult, error)
+	// ObserveTime advances the task's stream time with a record's
+	// timestamp t and returns t bounded by the wall clock plus the allowed
+	// clock skew: the latest a record may move stream time to.
+	ObserveTime(t time.Time) (time.Time, error)
 }
 
 // ErrNoState is returned by a node's state access when the runtime runs

@@ -198,6 +198,21 @@ func (s *State) Dedup(store string, eventID []byte, hash [32]byte, eventTime tim
 	return graph.DedupNew, s.scope.PutDedup(store, eventID, entry)
 }
 
+// ObserveTime implements graph.State: it advances the task's stream time
+// with t and returns t bounded by Now + MaxClockSkew.
+func (s *State) ObserveTime(t time.Time) (time.Time, error) {
+	if s.txn == nil {
+		return time.Time{}, graph.ErrNoState
+	}
+	if _, err := s.observe(t); err != nil {
+		return time.Time{}, err
+	}
+	if limit := s.cfg.Now().Add(s.cfg.MaxClockSkew); t.After(limit) {
+		return limit, nil
+	}
+	return t, nil
+}
+
 // observe advances the task's stream time (the largest event time seen)
 // and returns it. A timestamp more than MaxClockSkew ahead of the wall
 // clock advances it only to that bound: one record stamped years ahead must
