@@ -46,8 +46,22 @@
 //	onceflow_state_memtable_bytes            bytes of state in memtables, not in onceflow_state_bytes yet
 //	onceflow_build_info{version,revision,go_version}  always 1
 //
+// With external sinks, the sink runner's, each series at zero for every
+// sink of the topology:
+//
+//	onceflow_sink_deliveries_total{sink,outcome}  settled: succeeded, dead-lettered, unknown, skipped
+//	onceflow_sink_retries_total{sink}        attempts that failed and were retried
+//	onceflow_sink_backlog{sink}              deliveries read and not settled yet
+//	onceflow_sink_dead_letters_total{sink}   deliveries written to the dead-letter topic
+//	onceflow_sink_unknown{sink}              deliveries parked with an unknown outcome
+//	onceflow_sink_delivery_seconds{sink}     time of one attempt
+//	onceflow_sink_outbox_purges_total        outbox purges up to the committed offsets
+//
 // Counters with a label exist at zero for their known labels (outcomes,
-// rejection reasons) before the first event. Stats reads the same
+// failure classes, rejection reasons, the tasks a session owns, the output
+// topics, each store of each owned task) before the first event; the lag
+// of a partition appears with its first fetch. A test checks this list
+// against what a running replica serves. Stats reads the same
 // counters, so a snapshot and /metrics always agree.
 //
 // Deadlines: every step that ends a transaction is bounded by

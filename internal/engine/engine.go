@@ -166,6 +166,9 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 		cfg.Now = time.Now
 	}
 	m.txnTimeout.Set(cfg.Timeouts.Transaction.Seconds())
+	for _, t := range append(g.SinkTopics(), g.OutboxTopics()...) {
+		m.recordsOut.WithLabelValues(t) // at zero before the first record
+	}
 	e := &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected", progress: newProgress(cfg.Now)}
 	e.purge.e = e
 	e.purge.topics = g.InternalTopics()

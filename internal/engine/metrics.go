@@ -7,6 +7,7 @@ import (
 	"github.com/onceflow/onceflow/internal/promread"
 
 	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/version"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -94,6 +95,16 @@ func (m *metrics) lag(topic string, partition int32) prometheus.Gauge {
 	return m.consumerLag.WithLabelValues(topic, strconv.Itoa(int(partition)))
 }
 
+// ownTasks creates the records-in series of a session's tasks, at zero
+// for a task that has processed nothing yet.
+func (m *metrics) ownTasks(g *graph.Graph, claims map[string][]int32) {
+	for topic, parts := range claims {
+		for _, p := range parts {
+			m.recordsIn.WithLabelValues(taskName(g.SubTopologyOf(topic), p))
+		}
+	}
+}
+
 // dropLag removes the lag series of a partition the replica gave up.
 func (m *metrics) dropLag(topic string, partition int32) {
 	m.consumerLag.DeleteLabelValues(topic, strconv.Itoa(int(partition)))
@@ -159,6 +170,9 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 	// the first event.
 	for _, o := range []string{"committed", "aborted"} {
 		m.transactions.WithLabelValues(o)
+	}
+	for _, c := range []string{"produce", kafka.TxnReady.String(), kafka.TxnOpen.String(), kafka.TxnAbortable.String(), kafka.TxnFatal.String(), kafka.TxnUnknown.String()} {
+		m.commitFailures.WithLabelValues(c)
 	}
 	for _, o := range []string{"sent", "collapsed"} {
 		m.stateChanges.WithLabelValues(o)

@@ -31,6 +31,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	}
 	e.m.assignedTasks.Set(float64(n))
 	e.progress.assign(s.Claims())
+	e.m.ownTasks(e.g, s.Claims())
 	md := s.Metadata()
 	e.live.session(md, s.Claims())
 	e.live.sample(e.progress.now(), promread.Total(e.m.transactions.WithLabelValues("committed")))
