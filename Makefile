@@ -1,7 +1,7 @@
 # onceflow build and test entry points. `make test` is what CI and newcomers run.
 GO ?= go
 
-.PHONY: test test-pg lint build chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka compose-check test-browser
+.PHONY: test test-pg lint build chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka test-security kafka-secure-up kafka-secure-down compose-check test-browser
 
 # Everything under the race detector, then the tests that drive sarama's
 # producer through failed produce requests, where sarama itself has a data
@@ -22,8 +22,8 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags kafka ./...
-	$(STATICCHECK) -tags kafka ./...
+	$(GO) vet -tags kafka,kafkasecure ./...
+	$(STATICCHECK) -tags kafka,kafkasecure ./...
 	$(GO) test -count=1 ./internal/archtest
 	cd deploy/kubernetes && $(GO) vet ./... && $(STATICCHECK) ./...
 
@@ -58,6 +58,19 @@ kafka-cluster-down:
 # ONCEFLOW_KAFKA_BROKERS, or from the broker `make kafka-up` started.
 test-kafka:
 	@scripts/test-kafka.sh
+
+# The security suite: every command over SASL PLAIN, SCRAM-SHA-256/512, TLS
+# with a client certificate and SASL_SSL, ACLs, secrets kept out of output,
+# against the broker of scripts/kafka-secure.sh (see docs/security.md).
+test-security:
+	@scripts/test-security.sh
+
+# A single broker with SASL, TLS and ACLs; prints the path of its env file.
+kafka-secure-up:
+	@scripts/kafka-secure.sh up
+
+kafka-secure-down:
+	@scripts/kafka-secure.sh down
 
 compose-check:
 	@scripts/compose-check.sh

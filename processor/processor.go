@@ -95,7 +95,12 @@ type Config struct {
 	StateCleanupDelay time.Duration
 	// TLS enables TLS with this configuration. Default: plaintext.
 	TLS *tls.Config
-	// SASLMechanism: "" (none) or "PLAIN", with SASLUser and SASLPassword.
+	// SASLMechanism: "" (none), "PLAIN", "SCRAM-SHA-256" or
+	// "SCRAM-SHA-512" (any case), with SASLUser and SASLPassword (both
+	// required with a mechanism). Every connection of the replica uses it:
+	// the group, the producers, the admin client and the changelog reader.
+	// The password is never logged. The principal needs the ACLs listed in
+	// docs/security.md.
 	SASLMechanism string
 	SASLUser      string
 	SASLPassword  string

@@ -113,12 +113,27 @@ func TestConfigValidate(t *testing.T) {
 			c.StateCleanupDelay = -time.Minute
 		}, []string{"commit interval -1s: want at least 1ms", "commit records -1 is negative", "state cleanup delay -1m0s is negative"}},
 		{"SASL mechanism unsupported", func(c *processor.Config) {
+			c.SASLMechanism = "OAUTHBEARER"
+			c.SASLUser = "u"
+			c.SASLPassword = "p"
+		}, []string{`SASL mechanism "OAUTHBEARER" is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 are)`}},
+		{"SASL SCRAM-SHA-256", func(c *processor.Config) {
+			c.SASLMechanism = "scram-sha-256"
+			c.SASLUser = "u"
+			c.SASLPassword = "p"
+		}, nil},
+		{"SASL SCRAM-SHA-512", func(c *processor.Config) {
 			c.SASLMechanism = "SCRAM-SHA-512"
 			c.SASLUser = "u"
-		}, []string{`SASL mechanism "SCRAM-SHA-512" is not supported (PLAIN is)`}},
+			c.SASLPassword = "p"
+		}, nil},
 		{"SASL PLAIN without a user", func(c *processor.Config) { c.SASLMechanism = "PLAIN" }, []string{
-			"SASL PLAIN needs a user",
+			"SASL PLAIN needs a user", "SASL PLAIN needs a password",
 		}},
+		{"SASL SCRAM without a password", func(c *processor.Config) {
+			c.SASLMechanism = "SCRAM-SHA-512"
+			c.SASLUser = "u"
+		}, []string{"SASL SCRAM-SHA-512 needs a password"}},
 		{"many problems at once", func(c *processor.Config) {
 			*c = processor.Config{
 				Brokers:            []string{"nohost"},

@@ -30,6 +30,13 @@
 #   KAFKA_MVN_FLAGS        extra flags for the one Maven run (e.g. -Dmaven.repo.local=...)
 #   KAFKA_CDS              0 turns off the class-data-sharing archive (see cds_archive)
 #   ONCEFLOW_KAFKA_DIR     state folder (config, data, log, pid); default .kafka
+#   KAFKA_EXTRA_CONFIG     a file appended to a single broker's server.properties
+#                          (a later key wins: listeners, SASL, TLS, ACLs; see
+#                          scripts/kafka-secure.sh)
+#   KAFKA_FORMAT_ARGS_FILE a file of extra arguments to the storage format step,
+#                          one a line (e.g. --add-scram ...)
+#   KAFKA_KCAT_CONFIG      a librdkafka properties file kcat uses to check that
+#                          a single broker is ready (a listener with SASL or TLS)
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -165,7 +172,18 @@ write_config() {
 	local port="$1" cport="$2"
 	write_server_config "$CONFIG" "a single-node KRaft broker for tests, on loopback" \
 		1 "$port" "$cport" "1@127.0.0.1:$cport" "$DATA_DIR" 1 1
+	if [ -n "${KAFKA_EXTRA_CONFIG:-}" ]; then
+		{
+			echo "# From KAFKA_EXTRA_CONFIG ($KAFKA_EXTRA_CONFIG); a later key wins."
+			cat "$KAFKA_EXTRA_CONFIG"
+		} >>"$CONFIG" || die "cannot read KAFKA_EXTRA_CONFIG=$KAFKA_EXTRA_CONFIG"
+	fi
 	write_log4j_config "$LOG4J_CONFIG"
+}
+
+# format_args prints the extra arguments of the format step, one a line.
+format_args() {
+	[ -z "${KAFKA_FORMAT_ARGS_FILE:-}" ] || cat "$KAFKA_FORMAT_ARGS_FILE"
 }
 
 # write_server_config FILE WHAT NODE_ID PORT CONTROLLER_PORT VOTERS DATA_DIR RF MIN_ISR
@@ -240,7 +258,8 @@ random_cluster_id() {
 # metadata_ok ADDR succeeds when the broker at ADDR answers a metadata request
 # and lists itself.
 metadata_ok() {
-	"$(kcat_bin)" -L -b "$1" -m 5 -X topic.metadata.refresh.interval.ms=-1 2>/dev/null | grep -q "broker 1 at"
+	"$(kcat_bin)" ${KAFKA_KCAT_CONFIG:+-F "$KAFKA_KCAT_CONFIG"} -L -b "$1" -m 5 \
+		-X topic.metadata.refresh.interval.ms=-1 2>/dev/null | grep -q "broker 1 at"
 }
 
 # A class-data-sharing (AppCDS) archive of the broker's classes takes about
@@ -316,13 +335,14 @@ cmd_up() {
 	mkdir -p "$DATA_DIR"
 	write_config "$port" "$cport"
 
-	local cluster_id
+	local cluster_id extra=()
 	cluster_id="$(random_cluster_id)"
+	mapfile -t extra < <(format_args)
 	log "formatting $DATA_DIR (cluster id $cluster_id)"
 	# shellcheck disable=SC2046 # the CDS flag, if any, is one word
 	"$java" $(cds_use_flags "$java") -XX:TieredStopAtLevel=1 -Xmx256m \
 		-Dlog4j2.configurationFile="file:$LOG4J_CONFIG" -cp "$LIBS/*" \
-		kafka.tools.StorageTool format -t "$cluster_id" -c "$CONFIG" --ignore-formatted \
+		kafka.tools.StorageTool format -t "$cluster_id" -c "$CONFIG" --ignore-formatted ${extra[@]+"${extra[@]}"} \
 		>>"$LOG_FILE" 2>&1 9>&- || { tail -n 30 "$LOG_FILE" >&2; die "formatting the storage failed"; }
 	t_format="$(now_ms)"
 	# The format step mapped the CDS archive, if any; one the JVM refused (a

@@ -8,9 +8,11 @@ import (
 	"os"
 )
 
-// SecurityFlags connect a replica to a cluster with TLS and SASL/PLAIN.
+// SecurityFlags connect a replica or a tooling command to a cluster with
+// TLS (optionally with a client certificate) and SASL (PLAIN,
+// SCRAM-SHA-256, SCRAM-SHA-512).
 type SecurityFlags struct {
-	SASLMechanism         string `name:"sasl-mechanism" enum:",PLAIN" default:"" help:"SASL mechanism: PLAIN (empty: none)."`
+	SASLMechanism         string `name:"sasl-mechanism" env:"ONCEFLOW_SASL_MECHANISM" enum:",PLAIN,SCRAM-SHA-256,SCRAM-SHA-512" default:"" help:"SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: none)."`
 	SASLUser              string `name:"sasl-user" env:"ONCEFLOW_SASL_USER" help:"SASL user."`
 	SASLPassword          string `name:"sasl-password" env:"ONCEFLOW_SASL_PASSWORD" help:"SASL password (prefer the environment variable)."`
 	TLS                   bool   `name:"tls" help:"Connect with TLS."`

@@ -37,7 +37,8 @@ func Options(brokers []string, clientID string, logger hclog.Logger) []kgo.Opt {
 
 // Probe checks that at least one broker answers a metadata request within
 // ProbeTimeout (or by the context's deadline, if sooner), retrying while
-// none does. The error wraps ErrUnreachable and names the brokers and the
+// none does. A refusal retrying cannot cure (wrong credentials, a
+// certificate refused, an ACL: IsAuthError) is returned at once. Otherwise the error wraps ErrUnreachable and names the brokers and the
 // last cause (connection refused, no such host); a cancelled context is
 // returned as is.
 func Probe(ctx context.Context, cl *kgo.Client, brokers []string) error {
@@ -49,6 +50,10 @@ func Probe(ctx context.Context, cl *kgo.Client, brokers []string) error {
 		err := cl.Ping(pctx)
 		if err == nil {
 			return nil
+		}
+		if IsAuthError(err) {
+			return fmt.Errorf("clientcfg: %s refused the connection (check the TLS and SASL settings and the ACLs): %w",
+				strings.Join(brokers, ","), err)
 		}
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 			last = err

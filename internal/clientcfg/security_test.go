@@ -20,7 +20,11 @@ func TestSecurityOptions(t *testing.T) {
 		{"tls and plain", clientcfg.Security{TLS: &tls.Config{}, SASLMechanism: "PLAIN", SASLUser: "u", SASLPassword: "p"}, 2, ""},
 		{"plain without a user", clientcfg.Security{SASLMechanism: "PLAIN"}, 0, "SASL PLAIN needs a user"},
 		{"a user without a mechanism", clientcfg.Security{SASLUser: "u"}, 0, "needs a SASL mechanism"},
-		{"scram", clientcfg.Security{SASLMechanism: "SCRAM-SHA-256", SASLUser: "u"}, 0, `"SCRAM-SHA-256" is not supported`},
+		{"plain without a password", clientcfg.Security{SASLMechanism: "PLAIN", SASLUser: "u"}, 0, "SASL PLAIN needs a password"},
+		{"scram-sha-256", clientcfg.Security{SASLMechanism: "SCRAM-SHA-256", SASLUser: "u", SASLPassword: "p"}, 1, ""},
+		{"scram-sha-512, lower case, with tls", clientcfg.Security{TLS: &tls.Config{}, SASLMechanism: "scram-sha-512", SASLUser: "u", SASLPassword: "p"}, 2, ""},
+		{"scram without a user", clientcfg.Security{SASLMechanism: "SCRAM-SHA-512", SASLPassword: "p"}, 0, "SASL SCRAM-SHA-512 needs a user"},
+		{"unknown mechanism", clientcfg.Security{SASLMechanism: "GSSAPI", SASLUser: "u", SASLPassword: "p"}, 0, `"GSSAPI" is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 are)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts, err := tc.s.Options()

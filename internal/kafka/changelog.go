@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
 // ErrChangelogUnstable means a changelog partition kept a transaction open,
@@ -186,13 +185,11 @@ func (r *ChangelogReader) client() (*kgo.Client, error) {
 		kgo.FetchMaxWait(100 * time.Millisecond),
 		kgo.DialTimeout(5 * time.Second),
 	}
-	if r.c.TLS != nil {
-		opts = append(opts, kgo.DialTLSConfig(r.c.TLS))
+	sec, err := r.c.security().Options()
+	if err != nil {
+		return nil, fmt.Errorf("kafka: changelog reader: %w", err)
 	}
-	if r.c.SASL.Mechanism != "" {
-		opts = append(opts, kgo.SASL(plain.Auth{User: r.c.SASL.User, Pass: r.c.SASL.Password}.AsMechanism()))
-	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, sec...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: changelog reader: %w", err)
 	}

@@ -11,14 +11,20 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/onceflow/onceflow/internal/clientcfg"
 	"github.com/onceflow/onceflow/internal/partition"
 )
 
-// SASL holds SASL/PLAIN credentials.
+// SASL holds SASL credentials.
 type SASL struct {
-	Mechanism string // "" (none) or "PLAIN"
+	Mechanism string // "" (none), "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512", in any case
 	User      string
 	Password  string
+}
+
+// security is the same settings as the tooling clients take them.
+func (c Client) security() clientcfg.Security {
+	return clientcfg.Security{TLS: c.TLS, SASLMechanism: c.SASL.Mechanism, SASLUser: c.SASL.User, SASLPassword: c.SASL.Password}
 }
 
 // Client is what every connection to the cluster needs.
@@ -56,14 +62,8 @@ func (c Client) Validate() error {
 			errs = append(errs, fmt.Errorf("broker address %q is not host:port", b))
 		}
 	}
-	switch strings.ToUpper(c.SASL.Mechanism) {
-	case "":
-	case "PLAIN":
-		if c.SASL.User == "" {
-			errs = append(errs, errors.New("SASL PLAIN needs a user"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("SASL mechanism %q is not supported (PLAIN is)", c.SASL.Mechanism))
+	if err := c.security().Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -158,12 +158,7 @@ func base(c Client, t Timeouts) *sarama.Config {
 		cfg.Net.Proxy.Enable = true
 		cfg.Net.Proxy.Dialer = dialer{dial: c.Dial, timeout: cfg.Net.DialTimeout}
 	}
-	if strings.EqualFold(c.SASL.Mechanism, "PLAIN") {
-		cfg.Net.SASL.Enable = true
-		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
-		cfg.Net.SASL.User = c.SASL.User
-		cfg.Net.SASL.Password = c.SASL.Password
-	}
+	setSASL(cfg, c.SASL)
 	cfg.Metadata.Retry.Backoff = 250 * time.Millisecond
 	cfg.Metadata.Retry.Max = 3
 	cfg.Metadata.AllowAutoTopicCreation = false

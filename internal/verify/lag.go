@@ -60,8 +60,11 @@ func groupProgress(ctx context.Context, adm *kadm.Client, group, topic string) (
 }
 
 // WaitCaughtUp polls until the group has committed through the topic's
-// current end, calling report on every poll. extra are client options, as
-// for GroupProgress.
+// current end, calling report on every poll. An error the cluster clears
+// by itself (a coordinator not available yet: a fresh cluster creating its
+// offsets topic, a group just created) is polled past until ctx ends; any
+// other error is returned at once. extra are client options, as for
+// GroupProgress.
 func WaitCaughtUp(ctx context.Context, brokers []string, group, topic string, every time.Duration, report func(Progress), extra ...kgo.Opt) (Progress, error) {
 	cl, err := newClient(ctx, brokers, extra)
 	if err != nil {
@@ -71,13 +74,13 @@ func WaitCaughtUp(ctx context.Context, brokers []string, group, topic string, ev
 	adm := kadm.NewClient(cl)
 	for {
 		p, err := groupProgress(ctx, adm, group, topic)
-		if err != nil {
+		switch {
+		case err != nil && !kerr.IsRetriable(err):
 			return p, err
-		}
-		if report != nil {
+		case err == nil && report != nil:
 			report(p)
 		}
-		if p.End > 0 && p.Lag <= 0 {
+		if err == nil && p.End > 0 && p.Lag <= 0 {
 			return p, nil
 		}
 		select {
