@@ -34,6 +34,10 @@ func (d *driver) process(b kafka.Batch) {
 			return
 		}
 	}
+	if err := d.streamTimers(&b, statestore.Task{SubTopology: sub, Partition: b.Partition}); err != nil {
+		d.fail("state", err)
+		return
+	}
 	if d.txn != nil {
 		d.produceChanges()
 	}

@@ -136,6 +136,10 @@ type driver struct {
 	send        []bool                 // scratch of produceChanges
 
 	deadline *time.Timer
+
+	// Punctuators (timers.go).
+	sched       graph.Schedule
+	punctRecord kafka.Record // stands for the input record of a punctuation
 }
 
 func (d *driver) run() {
@@ -144,8 +148,16 @@ func (d *driver) run() {
 	d.deadline = time.NewTimer(time.Hour)
 	d.deadline.Stop()
 	defer d.deadline.Stop()
+	wall, wallC := d.wallTick()
+	if wall != nil {
+		defer wall.Stop()
+	}
 	for {
 		select {
+		case <-wallC:
+			if !d.failed {
+				d.wallTimers()
+			}
 		case b := <-d.batches:
 			if d.failed {
 				continue

@@ -60,9 +60,13 @@ func (d *driver) commit() {
 		// answer must not hold the replica (and its shutdown) for longer.
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
 		defer cancel()
-		if err := d.p.AddOffsets(ctx, d.offsets, d.s.Metadata()); err != nil {
-			d.fail("add offsets", err)
-			return
+		// A transaction opened by a wall-clock punctuator may hold outputs
+		// and no input.
+		if len(d.offsets) > 0 {
+			if err := d.p.AddOffsets(ctx, d.offsets, d.s.Metadata()); err != nil {
+				d.fail("add offsets", err)
+				return
+			}
 		}
 		if h := e.cfg.Hooks.BeforeCommit; h != nil {
 			h()

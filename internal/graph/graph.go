@@ -117,6 +117,8 @@ type Node struct {
 	// Outbox marks a sink that writes delivery requests for an external
 	// sink (an internal topic): see Outbox.
 	Outbox *Outbox
+	// Timers are the node's punctuators (see Timer).
+	Timers []Timer
 }
 
 // SubTopology is a connected part of the graph. Its source topics must be

@@ -80,6 +80,8 @@ type Driver struct {
 	changelog int64                      // next changelog offset (any store, any task)
 	outputs   map[string][]output        // by topic, unread
 	rejected  []Rejection                // unread
+	sched     graph.Schedule             // punctuators
+	punctErrs []error                    // unread
 
 	// The record being processed.
 	gctx    graph.Context
@@ -147,6 +149,14 @@ func New(tp *topology.Topology, cfg Config) (*Driver, error) {
 	if d.db, err = statestore.Open("", statestore.Options{DedupStores: dedup, NoSync: true}); err != nil {
 		return nil, fmt.Errorf("topologytest: %w", err)
 	}
+	for sub := range d.g.SubTopologies {
+		// A wall-clock punctuator's first firing is one interval after New.
+		for _, tm := range d.g.Timers(sub, graph.WallClock) {
+			for p := range d.parts {
+				d.sched.Due(tm, p, d.now)
+			}
+		}
+	}
 	d.state = taskstate.New(taskstate.Config{
 		Stores:       d.stores,
 		MaxClockSkew: cfg.MaxClockSkew,
@@ -162,8 +172,40 @@ func (d *Driver) Close() error { return d.db.Close() }
 // WallClock returns the driver's wall clock.
 func (d *Driver) WallClock() time.Time { return d.now }
 
-// AdvanceWallClock moves the wall clock on by by.
-func (d *Driver) AdvanceWallClock(by time.Duration) { d.now = d.now.Add(by) }
+// AdvanceWallClock moves the wall clock on by by and fires the
+// wall-clock punctuators that brings due, on every partition, each as its
+// own transaction (records they send through repartition topics are
+// processed before it returns).
+func (d *Driver) AdvanceWallClock(by time.Duration) error {
+	d.now = d.now.Add(by)
+	for sub := range d.g.SubTopologies {
+		for _, tm := range d.g.Timers(sub, graph.WallClock) {
+			for p := range d.parts {
+				if !d.sched.Due(tm, p, d.now) {
+					continue
+				}
+				task := statestore.Task{SubTopology: sub, Partition: p}
+				if err := d.punctuate(tm, task, d.now); err != nil {
+					return err
+				}
+				for queue := d.route(nil); len(queue) > 0; queue = queue[1:] {
+					if err := d.pipe(queue[0]); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// PunctuationErrors returns the errors of punctuations since the last
+// call; each punctuation that failed left no state change and no output.
+func (d *Driver) PunctuationErrors() []error {
+	errs := d.punctErrs
+	d.punctErrs = nil
+	return errs
+}
 
 // Rejections returns the records rejected since the last call, in order.
 func (d *Driver) Rejections() []Rejection {
@@ -183,7 +225,8 @@ type raw struct {
 }
 
 // pipe processes one consumed record and what it sends through
-// repartition topics, each as its own transaction.
+// repartition topics, each as its own transaction, and fires the
+// stream-time punctuators each of them brings due.
 func (d *Driver) pipe(r raw) error {
 	queue := []raw{r}
 	for len(queue) > 0 {
@@ -191,18 +234,35 @@ func (d *Driver) pipe(r raw) error {
 		if err := d.process(r); err != nil {
 			return err
 		}
-		for _, o := range d.pending {
-			if d.g.Source(o.topic) != nil {
-				// A repartition topic: the sub-topology reading it gets it next.
-				// An output has a consumed record's fields, lineage included.
-				queue = append(queue, raw(o))
-				continue
+		queue = d.route(queue)
+		task := statestore.Task{SubTopology: d.g.SubTopologyOf(r.topic), Partition: r.partition}
+		for _, tm := range d.g.Timers(task.SubTopology, graph.StreamTime) {
+			if at := d.state.StreamTime(task); !at.IsZero() && d.sched.Due(tm, task.Partition, at) {
+				if err := d.punctuate(tm, task, at); err != nil {
+					return err
+				}
+				queue = d.route(queue)
 			}
-			d.outputs[o.topic] = append(d.outputs[o.topic], o)
 		}
-		d.rejected = append(d.rejected, d.rejects...)
 	}
 	return nil
+}
+
+// route hands what the last transaction produced on: records for a
+// repartition topic join the queue, the others become outputs.
+func (d *Driver) route(queue []raw) []raw {
+	for _, o := range d.pending {
+		if d.g.Source(o.topic) != nil {
+			// A repartition topic: the sub-topology reading it gets it next.
+			// An output has a consumed record's fields, lineage included.
+			queue = append(queue, raw(o))
+			continue
+		}
+		d.outputs[o.topic] = append(d.outputs[o.topic], o)
+	}
+	d.rejected = append(d.rejected, d.rejects...)
+	d.pending, d.rejects = d.pending[:0], d.rejects[:0]
+	return queue
 }
 
 // process runs one consumed record through its sub-topology and commits
@@ -226,18 +286,21 @@ func (d *Driver) process(r raw) error {
 	if d.source == "" {
 		d.source = r.topic + "/" + strconv.Itoa(int(r.partition)) + "/" + strconv.FormatInt(offset, 10)
 	}
-	d.pending, d.rejects = d.pending[:0], d.rejects[:0]
 	d.inKey = r.key
 	d.input = graph.Input{Topic: r.topic, Partition: r.partition, Offset: offset, Headers: r.headers, Value: r.value, Timestamp: r.timestamp}
-
-	txn := d.db.Begin()
-	defer txn.Discard()
-	d.state.Begin(txn)
-	d.state.SetTask(statestore.Task{SubTopology: d.g.SubTopologyOf(r.topic), Partition: r.partition})
-	defer d.state.Begin(nil)
-
-	k, v, err := src.Decode(r.key, r.value)
-	if err == nil {
+	task := statestore.Task{SubTopology: d.g.SubTopologyOf(r.topic), Partition: r.partition}
+	return d.transact(task, func() error {
+		if len(d.g.Timers(task.SubTopology, graph.StreamTime)) > 0 {
+			// Stream-time punctuators follow every record, as a replica's do.
+			if _, err := d.state.ObserveTime(r.timestamp); err != nil {
+				return err
+			}
+		}
+		k, v, err := src.Decode(r.key, r.value)
+		if err != nil {
+			d.rejects = append(d.rejects, d.rejection(ReasonUndecodable, "", err))
+			return nil
+		}
 		var st graph.State
 		if len(d.stores) > 0 {
 			st = d.state
@@ -251,8 +314,42 @@ func (d *Driver) process(r raw) error {
 			}
 			d.rejects = append(d.rejects, d.rejection(reason, "", err))
 		}
-	} else {
-		d.rejects = append(d.rejects, d.rejection(ReasonUndecodable, "", err))
+		return nil
+	})
+}
+
+// punctuate fires one timer on task at time at, as its own transaction.
+// A punctuation that fails leaves nothing and is reported in
+// PunctuationErrors.
+func (d *Driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time) error {
+	d.source = "punctuator/" + tm.Node.Name + "/" + strconv.Itoa(task.SubTopology) + "_" + strconv.Itoa(int(task.Partition))
+	d.inKey = nil
+	d.input = graph.Input{Partition: task.Partition, Offset: -1, Timestamp: at}
+	return d.transact(task, func() error {
+		var st graph.State
+		if len(d.stores) > 0 {
+			st = d.state
+		}
+		if err := d.gctx.Punctuate(tm, at, &d.input, emitter{d}, st); err != nil {
+			emitter{d}.Rollback(graph.Mark{})
+			d.punctErrs = append(d.punctErrs, err)
+		}
+		return nil
+	})
+}
+
+// transact runs fn on task's record scope in a transaction of its own,
+// commits the scope and applies the state as a replica does after its
+// Kafka commit.
+func (d *Driver) transact(task statestore.Task, fn func() error) error {
+	d.pending, d.rejects = d.pending[:0], d.rejects[:0]
+	txn := d.db.Begin()
+	defer txn.Discard()
+	d.state.Begin(txn)
+	d.state.SetTask(task)
+	defer d.state.Begin(nil)
+	if err := fn(); err != nil {
+		return fmt.Errorf("topologytest: state: %w", err)
 	}
 	if err := d.state.Commit(); err != nil {
 		return fmt.Errorf("topologytest: state: %w", err)
@@ -260,8 +357,8 @@ func (d *Driver) process(r raw) error {
 	if _, err := d.state.Expire(0); err != nil {
 		return fmt.Errorf("topologytest: expire: %w", err)
 	}
-	// Apply as a replica does after its Kafka commit, with an offset for
-	// every store and task the transaction changed.
+	// Apply with an offset for every store and task the transaction
+	// changed.
 	offsets := map[statestore.StoreTask]int64{}
 	for _, c := range txn.Changes() {
 		d.changelog++

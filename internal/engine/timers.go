@@ -1,0 +1,136 @@
+package engine
+
+// Punctuators: the timers of a topology's Process stages, fired per task
+// inside the open transaction, so their state changes and outputs commit
+// or are discarded with it. The schedule lives in the session's driver: a
+// rewind starts it afresh.
+
+import (
+	"time"
+
+	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/statestore"
+)
+
+// wallTick is how often a session checks its wall-clock punctuators: a
+// quarter of the shortest interval, within [10 ms, 1 s]; nil channel when
+// there are none.
+func (d *driver) wallTick() (*time.Ticker, <-chan time.Time) {
+	g := d.e.g
+	if !g.HasTimers(graph.WallClock) {
+		return nil, nil
+	}
+	every := time.Second
+	for _, n := range g.Nodes {
+		for _, t := range n.Timers {
+			if t.Kind == graph.WallClock {
+				every = min(every, max(t.Every/4, 10*time.Millisecond))
+			}
+		}
+	}
+	tk := time.NewTicker(every)
+	return tk, tk.C
+}
+
+// streamTimers advances the stream time of a batch's task and fires its
+// stream-time punctuators that became due.
+func (d *driver) streamTimers(b *kafka.Batch, task statestore.Task) error {
+	timers := d.e.g.Timers(task.SubTopology, graph.StreamTime)
+	if len(timers) == 0 || d.txn == nil {
+		return nil
+	}
+	var latest time.Time
+	for i := range b.Records {
+		if ts := b.Records[i].Timestamp; ts.After(latest) {
+			latest = ts
+		}
+	}
+	d.state.SetTask(task)
+	if _, err := d.state.ObserveTime(latest); err != nil {
+		return err
+	}
+	now := d.state.StreamTime(task)
+	for _, tm := range timers {
+		if d.sched.Due(tm, task.Partition, now) {
+			if err := d.punctuate(tm, task, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// wallTimers fires the wall-clock punctuators that became due on the
+// session's tasks, opening a transaction when none is.
+func (d *driver) wallTimers() {
+	now := d.e.cfg.Now()
+	for topic, parts := range d.s.Claims() {
+		if d.e.g.Source(topic) == nil {
+			continue
+		}
+		sub := d.e.g.SubTopologyOf(topic)
+		if d.e.g.Source(topic) != d.firstSource(sub) {
+			continue // a sub-topology's task once, not once per source
+		}
+		for _, tm := range d.e.g.Timers(sub, graph.WallClock) {
+			for _, p := range parts {
+				if !d.sched.Due(tm, p, now) {
+					continue
+				}
+				if !d.open && !d.begin() {
+					return
+				}
+				if err := d.punctuate(tm, statestore.Task{SubTopology: sub, Partition: p}, now); err != nil {
+					d.fail("state", err)
+					return
+				}
+			}
+		}
+	}
+}
+
+// firstSource is the source of sub whose topic sorts first.
+func (d *driver) firstSource(sub int) *graph.Node {
+	for _, t := range d.e.g.SourceTopics() {
+		if d.e.g.SubTopologyOf(t) == sub {
+			return d.e.g.Source(t)
+		}
+	}
+	return nil
+}
+
+// punctuate fires one timer on task, as if a record of the task arrived:
+// its outputs, rejections and state join the open transaction. A
+// punctuation that fails leaves nothing and is logged; the error returned
+// is a state failure (the transaction cannot go on).
+func (d *driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time) error {
+	d.out = d.out[:0]
+	d.rejects = d.rejects[:0]
+	lineage := "punctuator/" + tm.Node.Name + "/" + taskName(task.SubTopology, task.Partition)
+	d.punctRecord = kafka.Record{Partition: task.Partition, Offset: -1, Timestamp: at}
+	d.inRecord = &d.punctRecord
+	d.lineage = lineage
+	d.lineageBytes = []byte(lineage)
+	d.input = graph.Input{Partition: task.Partition, Offset: -1, Timestamp: at}
+	var st graph.State
+	if d.txn != nil {
+		d.state.SetTask(task)
+		st = d.state
+	}
+	err := d.gctx.Punctuate(tm, at, &d.input, d, st)
+	tl, bs := d.takeTooLarge(), d.takeBadStamp()
+	switch {
+	case tl != nil:
+		err = tl
+	case bs != nil:
+		err = bs
+	}
+	if err != nil {
+		d.Rollback(graph.Mark{})
+		d.e.log.Error("punctuation failed; its state changes and outputs are discarded, it runs again at its next interval",
+			"node", tm.Node.Name, "task", taskName(task.SubTopology, task.Partition), "at", at, "error", err)
+	}
+	return d.stage()
+}
+
