@@ -133,4 +133,3 @@ func (d *driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time
 	}
 	return d.stage()
 }
-
