@@ -14,13 +14,23 @@
 //     changed, so a grouped aggregate is always correct.
 //   - State of one's own: Store declares a key-value store, passed to the
 //     Process functions that read and write it.
+//   - Time: a grouped stream's WindowedBy cuts it into TumblingWindows,
+//     HoppingWindows, SlidingWindows or SessionWindows, with a grace
+//     period; Count, Reduce and WindowedAggregate then aggregate per key
+//     and window, emitting every update or, with EmitFinal, each window's
+//     result once when it closes. Records later than their windows' end
+//     plus grace are rejected with reason "late". WithTimestamp takes the
+//     event time from the value. Outputs are keyed by Windowed[K], encoded
+//     by WindowedCodec.
+//   - Timers: Punctuate runs a function of a Process stage every interval
+//     of stream time or wall-clock time, per task, inside the transaction.
 //   - Topics between parts of the graph: Repartition (an internal topic,
 //     to bring the records of one key, or of one event id, together) and
 //     Through (a topic of the user's, written and read back).
 //   - Outputs: To.
 //
-// Stateful stages (Dedup, LatestVersion, Reduce, Count, Sum) and stores
-// (Store) take a name from the user. It names the store and its changelog
+// Stateful stages (Dedup, LatestVersion, Reduce, Count, Sum, the grouped
+// and windowed aggregates) and stores (Store) take a name from the user. It names the store and its changelog
 // topic, "<application id>-<name>-changelog": keep it across releases,
 // since state is bound to it, not to the stage's place in the graph.
 //
