@@ -41,6 +41,10 @@
 //	onceflow_consumer_lag{topic,partition}   records of an owned input partition not yet processed
 //	onceflow_transaction_timeout_seconds     the transaction timeout (for headroom alerts)
 //	onceflow_slow_commits_total              commits that took over half the transaction timeout
+//	onceflow_transaction_records_limit       records after which a transaction commits, in force (CommitRecords, or less)
+//	onceflow_transaction_interval_seconds    the commit interval in force (CommitInterval, or less)
+//	onceflow_transaction_shrinks_total       transactions halved: a commit neared its deadline
+//	onceflow_transaction_grows_total         transactions doubled back after healthy commits
 //	onceflow_state_bytes{store,task}         estimated bytes of a store of a task in the state's files (every 30 s)
 //	onceflow_state_disk_bytes                bytes of the state's files (tables, log, manifest)
 //	onceflow_state_memtable_bytes            bytes of state in memtables, not in onceflow_state_bytes yet

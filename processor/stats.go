@@ -42,6 +42,11 @@ type Stats struct {
 	// CommitTimeouts is the transaction steps that ran past
 	// Config.CommitTimeout (each dropped the producer).
 	CommitTimeouts int64
+	// TransactionShrinks is the times transactions were made smaller
+	// (half the records and interval) because a commit neared its
+	// deadline; TransactionGrows the times they were made larger again
+	// after healthy commits (see Status.TransactionRecordsLimit).
+	TransactionShrinks, TransactionGrows int64
 }
 
 func statsOf(s engine.Stats) Stats {
@@ -52,5 +57,6 @@ func statsOf(s engine.Stats) Stats {
 		Wipes: s.Wipes, Dropped: s.Dropped, Expired: s.Expired,
 		ChangelogRecords: s.ChangelogRecords, ChangesCollapsed: s.ChangesCollapsed,
 		Purges: s.Purges, CommitTimeouts: s.CommitTimeouts,
+		TransactionShrinks: s.TransactionShrinks, TransactionGrows: s.TransactionGrows,
 	}
 }

@@ -41,6 +41,15 @@ type Status struct {
 	// after (see CommitHeadroom).
 	LastCommitLatency  time.Duration
 	TransactionTimeout time.Duration
+	// TransactionRecordsLimit and TransactionInterval are the transaction
+	// size in force: Config.CommitRecords and Config.CommitInterval, or
+	// down to 1/16 of them while commits near their deadline (shrunk by
+	// half on each such commit, grown back by twice after 20 healthy
+	// commits in a row); TransactionShrunk while they are below the
+	// configured values.
+	TransactionRecordsLimit int64
+	TransactionInterval     time.Duration
+	TransactionShrunk       bool
 	// AbortsSinceCommit is the transactions aborted since the last commit.
 	AbortsSinceCommit int
 	StallTimeout      time.Duration
@@ -136,6 +145,7 @@ func (p *Processor) Status() Status {
 	st.TransactionRate = es.TxnRate
 	st.LastCommitLatency, st.TransactionTimeout = es.LastCommit, es.TransactionTimeout
 	st.AbortsSinceCommit, st.StallTimeout = es.AbortsSinceCommit, es.StallTimeout
+	st.TransactionRecordsLimit, st.TransactionInterval, st.TransactionShrunk = es.TxnRecords, es.TxnInterval, es.TxnShrunk
 	st.Rejections = maps.Clone(es.Rejections)
 	for _, sz := range es.State {
 		st.State = append(st.State, StoreStatus{Store: sz.Store, Task: sz.Task, Bytes: sz.Bytes})

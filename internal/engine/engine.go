@@ -130,6 +130,7 @@ type Engine struct {
 	progress *progress
 	live     live           // session and last commit, for Status
 	sizes    stateSizes     // the state-size series shown
+	size     txnSize        // the transaction size in force (driver goroutine only)
 	closing  sync.WaitGroup // producers being closed in the background
 
 	ready   atomic.Bool
@@ -170,6 +171,9 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 		m.recordsOut.WithLabelValues(t) // at zero before the first record
 	}
 	e := &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected", progress: newProgress(cfg.Now)}
+	e.size = newTxnSize(cfg.CommitRecords, cfg.CommitInterval)
+	m.txnRecordsLimit.Set(float64(cfg.CommitRecords))
+	m.txnInterval.Set(cfg.CommitInterval.Seconds())
 	e.purge.e = e
 	e.purge.topics = g.InternalTopics()
 	e.stores = e.storeInfos()

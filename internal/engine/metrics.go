@@ -30,6 +30,8 @@ type Stats struct {
 	Dropped             int64 // task stores deleted because the replica had not owned the task for the cleanup delay
 	RestoreWaits        int64 // restores that waited for a transaction open on their changelog partition to end
 	CommitTimeouts      int64 // transaction steps that ran past the commit timeout (each dropped the producer)
+	TransactionShrinks  int64 // times transactions were made smaller: a commit neared its deadline
+	TransactionGrows    int64 // times transactions were made larger again after healthy commits
 }
 
 // snapshot reads Stats from the metrics: each event is counted once, in
@@ -52,6 +54,8 @@ func (m *metrics) snapshot() Stats {
 		Dropped:             promread.Total(m.dropped),
 		RestoreWaits:        promread.Total(m.restoreWaits),
 		CommitTimeouts:      promread.Total(m.commitTimeouts),
+		TransactionShrinks:  promread.Total(m.txnShrinks),
+		TransactionGrows:    promread.Total(m.txnGrows),
 	}
 }
 
@@ -88,6 +92,11 @@ type metrics struct {
 	stateBytes     *prometheus.GaugeVec
 	stateDisk      prometheus.Gauge
 	stateMemTable  prometheus.Gauge
+
+	txnRecordsLimit prometheus.Gauge
+	txnInterval     prometheus.Gauge
+	txnShrinks      prometheus.Counter
+	txnGrows        prometheus.Counter
 }
 
 // lag is the gauge of one input partition's lag.
@@ -164,6 +173,10 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 		Help: "Estimated bytes of one store of one task in the local state's files (measured every 30 s; writes still in the memtable are not counted).", ConstLabels: labels}, []string{"store", "task"})
 	m.stateDisk = gauge("onceflow_state_disk_bytes", "Bytes of the local state's files: tables, write-ahead log, manifest.")
 	m.stateMemTable = gauge("onceflow_state_memtable_bytes", "Bytes of the local state held in memtables, not yet flushed to its files.")
+	m.txnRecordsLimit = gauge("onceflow_transaction_records_limit", "Consumed records after which a transaction commits early, as in force: the configured value, or less while commits near their deadline.")
+	m.txnInterval = gauge("onceflow_transaction_interval_seconds", "The commit interval in force: the configured value, or less while commits near their deadline.")
+	m.txnShrinks = counter("onceflow_transaction_shrinks_total", "Times transactions were made smaller (half the records and interval) because a commit neared its deadline.")
+	m.txnGrows = counter("onceflow_transaction_grows_total", "Times transactions were made larger again (twice the records and interval, up to the configured values) after healthy commits.")
 	v, rev := version.Module()
 	m.buildInfo.WithLabelValues(v, rev, runtime.Version()).Set(1)
 	// Series that exist at zero, so a rate or an alert sees them before
@@ -184,7 +197,7 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 		for _, c := range []prometheus.Collector{m.recordsIn, m.recordsOut, m.rejected, m.transactions, m.commitLatency,
 			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges, m.skewed,
 			m.commitTimeouts, m.stalled, m.oldestPending, m.wipes, m.dropped, m.expired, m.purges, m.restoreWaits, m.consumerLag, m.buildInfo, m.txnTimeout, m.slowCommits,
-			m.stateBytes, m.stateDisk, m.stateMemTable} {
+			m.stateBytes, m.stateDisk, m.stateMemTable, m.txnRecordsLimit, m.txnInterval, m.txnShrinks, m.txnGrows} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

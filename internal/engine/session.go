@@ -163,7 +163,7 @@ func (d *driver) run() {
 				continue
 			}
 			d.process(b)
-			if d.open && d.records >= d.e.cfg.CommitRecords {
+			if d.open && d.records >= d.e.size.records {
 				d.commit()
 			}
 		case <-d.deadline.C:

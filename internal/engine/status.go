@@ -50,6 +50,12 @@ type Status struct {
 	// StateDisk and StateMemTable the whole state's files and memtables.
 	State                    []StoreSize
 	StateDisk, StateMemTable int64
+	// TxnRecords and TxnInterval are the transaction size in force: the
+	// configured commit records and interval, or less while commits near
+	// their deadline (TxnShrunk).
+	TxnRecords  int64
+	TxnInterval time.Duration
+	TxnShrunk   bool
 }
 
 // TaskStatus is one owned input partition.
@@ -153,6 +159,9 @@ func (e *Engine) Status() Status {
 	st.Rejections = byLabel(e.m.rejected, "reason")
 	st.State = e.storeSizes()
 	st.StateDisk, st.StateMemTable = gaugeValue(e.m.stateDisk), gaugeValue(e.m.stateMemTable)
+	st.TxnRecords = gaugeValue(e.m.txnRecordsLimit)
+	st.TxnInterval = time.Duration(gaugeFloat(e.m.txnInterval) * float64(time.Second)).Round(time.Microsecond)
+	st.TxnShrunk = st.TxnRecords < int64(e.cfg.CommitRecords) || st.TxnInterval < e.cfg.CommitInterval
 	st.Tasks, st.AbortsSinceCommit = e.taskStatuses(now, claims)
 	return st
 }
@@ -201,13 +210,16 @@ func byLabel(c prometheus.Collector, name string) map[string]int64 {
 	return out
 }
 
-// gaugeValue reads a gauge.
-func gaugeValue(g prometheus.Gauge) int64 {
+// gaugeValue reads a gauge, truncated to an integer.
+func gaugeValue(g prometheus.Gauge) int64 { return int64(gaugeFloat(g)) }
+
+// gaugeFloat reads a gauge.
+func gaugeFloat(g prometheus.Gauge) float64 {
 	var pb dto.Metric
 	if g.Write(&pb) != nil {
 		return 0
 	}
-	return int64(pb.GetGauge().GetValue())
+	return pb.GetGauge().GetValue()
 }
 
 func label(m *dto.Metric, name string) string {

@@ -31,7 +31,7 @@ func (d *driver) begin() bool {
 	}
 	d.open = true
 	d.started = time.Now()
-	d.deadline.Reset(d.e.cfg.CommitInterval)
+	d.deadline.Reset(d.e.size.interval)
 	return true
 }
 
@@ -99,6 +99,10 @@ func (d *driver) commit() {
 	e.m.commitLatency.Observe(took.Seconds())
 	e.live.committed(took)
 	e.checkCommitLatency(took)
+	if e.cfg.ExactlyOnce {
+		age := time.Since(d.started)
+		e.sizeTransactions(e.commitPressure(took, age), took, age)
+	}
 	e.m.recordsPerTxn.Observe(float64(d.records))
 	if d.txn != nil {
 		apply := true
@@ -216,6 +220,7 @@ func (d *driver) fail(step string, err error) {
 		state = d.p.State()
 	}
 	if timedOut {
+		e.sizeTransactions(1, e.cfg.Timeouts.Commit, time.Since(d.started))
 		e.m.commitTimeouts.Inc()
 		e.log.Warn("transaction step timed out; dropping the producer and rewinding", "step", step, "deadline", e.cfg.Timeouts.Commit, "error", err)
 	} else {
