@@ -1,7 +1,7 @@
 # onceflow build and test entry points. `make test` is what CI and newcomers run.
 GO ?= go
 
-.PHONY: test test-pg lint build chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka test-security kafka-secure-up kafka-secure-down compose-check test-browser
+.PHONY: test test-pg lint build fuzz chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka test-security kafka-secure-up kafka-secure-down compose-check test-browser
 
 # Everything under the race detector, then the tests that drive sarama's
 # producer through failed produce requests, where sarama itself has a data
@@ -29,6 +29,13 @@ lint:
 
 build:
 	$(GO) build -o bin/onceflow ./cmd/onceflow
+
+# Every fuzz target (found by scripts/fuzz.sh: each func FuzzXxx in a test
+# file) for FUZZTIME each, one after the other. A failing input stays in the
+# package's testdata/fuzz/<target>/ as a seed. FUZZ_PKGS narrows it down.
+FUZZTIME ?= 10s
+fuzz:
+	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh $(FUZZ_PKGS)
 
 # The database sink's tests against a real PostgreSQL (ONCEFLOW_PG_DSN, or
 # the server scripts/install-postgres.sh starts; see scripts/test-pg.sh).

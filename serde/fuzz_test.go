@@ -8,6 +8,8 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -75,11 +77,17 @@ func FuzzJSONDecode(f *testing.F) {
 		v, err := c.Decode(b)
 		var ref fuzzDoc
 		refErr := json.Unmarshal(b, &ref)
-		if refErr == nil && !utf8.Valid(b) {
-			refErr = serde.ErrInvalidUTF8
+		if err == nil && refErr != nil {
+			t.Fatalf("Decode(%q) accepted what encoding/json refuses: %v", b, refErr)
 		}
-		if (err == nil) != (refErr == nil) {
-			t.Fatalf("Decode(%q) error %v, reference error %v", b, err, refErr)
+		if refErr == nil && utf8.Valid(b) && !surrogateEscape.Match(b) && err != nil {
+			t.Fatalf("Decode(%q) refused valid UTF-8 JSON without surrogate escapes: %v", b, err)
+		}
+		if err == nil && !utf8.Valid(b) {
+			t.Fatalf("Decode(%q) accepted invalid UTF-8", b)
+		}
+		if err == nil && bytes.Contains(mustMarshal(t, v), []byte("\ufffd")) && !replacement.Match(b) {
+			t.Fatalf("Decode(%q) = %+v: a U+FFFD the input did not have", b, v)
 		}
 		if err != nil {
 			if errors.Is(err, serde.ErrNull) {
@@ -102,6 +110,24 @@ func FuzzJSONDecode(f *testing.F) {
 			t.Fatalf("round trip changed the value:\n in:  %q\n v:   %+v\n enc: %s\n out: %+v", b, v, enc, again)
 		}
 	})
+}
+
+var (
+	// surrogateEscape matches a \u escape of half a surrogate pair.
+	surrogateEscape = regexp.MustCompile(`(?i)\\ud[89a-f]`)
+	// replacement matches U+FFFD, as is or escaped.
+	replacement = regexp.MustCompile("(?i)\ufffd|\\\\ufffd")
+)
+
+// mustMarshal is json.Marshal with every string escaped to ASCII, so a
+// U+FFFD in v shows as \ufffd.
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("marshal %+v: %v", v, err)
+	}
+	return []byte(strconv.QuoteToASCII(string(b)))
 }
 
 // fuzzFixed checks a fixed-width decoder: it accepts exactly the inputs of
@@ -208,4 +234,71 @@ func canonicalUUID(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// FuzzStringDecode checks that String takes any bytes, valid UTF-8 or not,
+// and gives them back unchanged.
+func FuzzStringDecode(f *testing.F) {
+	f.Add([]byte("order-42"))
+	f.Add([]byte("k\xff\xc3"))
+	f.Add([]byte{})
+	c := serde.String()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := c.Decode(b)
+		if err != nil {
+			t.Fatalf("Decode(%q): %v", b, err)
+		}
+		out, err := c.Encode(v)
+		if err != nil || !bytes.Equal(out, b) {
+			t.Fatalf("Encode(Decode(%q)) = %q, %v", b, out, err)
+		}
+	})
+}
+
+// FuzzBytesDecode checks that Bytes passes any bytes through unchanged.
+func FuzzBytesDecode(f *testing.F) {
+	f.Add([]byte{0, 1, 0xfe, 0xff})
+	f.Add([]byte{})
+	c := serde.Bytes()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := c.Decode(b)
+		if err != nil || !bytes.Equal(v, b) {
+			t.Fatalf("Decode(%x) = %x, %v", b, v, err)
+		}
+		out, err := c.Encode(v)
+		if err != nil || !bytes.Equal(out, b) {
+			t.Fatalf("Encode(Decode(%x)) = %x, %v", b, out, err)
+		}
+	})
+}
+
+// FuzzJSONEncode checks that Encode refuses exactly the values holding a
+// string that is not valid UTF-8 (as a value, a list element, a map key or
+// inside an any), and that what it encodes decodes back unchanged.
+func FuzzJSONEncode(f *testing.F) {
+	f.Add("o-1", "k", int64(3))
+	f.Add("c\xff", "k", int64(0))
+	f.Add("ok", "k\xfe", int64(-1))
+	f.Add("\ufffd", "\\ufffd", int64(1<<62))
+	c := serde.JSON[fuzzDoc]()
+	f.Fuzz(func(t *testing.T, s, key string, n int64) {
+		v := fuzzDoc{ID: s, N: n, Tags: []string{s, key}, Attrs: map[string]string{key: s}, Any: []any{s, map[string]any{key: n}}}
+		b, err := c.Encode(v)
+		if valid := utf8.ValidString(s) && utf8.ValidString(key); !valid {
+			if !errors.Is(err, serde.ErrInvalidUTF8) {
+				t.Fatalf("Encode(%+v) = %s, %v; want ErrInvalidUTF8", v, b, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Encode(%+v): %v", v, err)
+		}
+		back, err := c.Decode(b)
+		if err != nil {
+			t.Fatalf("Decode(Encode(v)) of %s: %v", b, err)
+		}
+		if back.ID != s || back.Tags[1] != key || back.Attrs[key] != s || back.N != n {
+			t.Fatalf("round trip of %+v gave %+v", v, back)
+		}
+	})
 }

@@ -253,8 +253,9 @@ func fixed(name string, b []byte, n int) error {
 // value.
 //
 // JSON text is UTF-8 (RFC 8259): Decode rejects a document that is not
-// valid UTF-8, where encoding/json would silently replace each invalid byte
-// of a string with U+FFFD (two customers "c\xff" and "c\xfe" would become one),
+// valid UTF-8, or that escapes half a UTF-16 surrogate pair ("\ud800"),
+// where encoding/json would silently replace each invalid byte or escape
+// with U+FFFD (two customers "c\xff" and "c\xfe" would become one),
 // and Encode rejects a value holding a string that is not valid UTF-8, which
 // encoding/json would likewise replace. Bytes that must pass unchanged
 // belong in a []byte field (base64 in JSON) or in a Bytes codec.
@@ -286,6 +287,9 @@ func (jsonCodec[T]) Decode(b []byte) (T, error) {
 	}
 	if !utf8.Valid(b) {
 		return v, fmt.Errorf("serde: json decode: byte %d: %w", validPrefix(b), ErrInvalidUTF8)
+	}
+	if i := loneSurrogate(b); i >= 0 {
+		return v, fmt.Errorf("serde: json decode: byte %d: half a surrogate pair: %w", i, ErrInvalidUTF8)
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return v, fmt.Errorf("serde: json decode: %w", err)

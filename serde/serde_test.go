@@ -311,6 +311,10 @@ func TestJSONInvalidUTF8Decode(t *testing.T) {
 		[]byte("{\"id\":\"\xed\xa0\x80\"}"),         // a UTF-16 surrogate
 		[]byte("{\"id\":\"x\"}\xff"),                // outside the document
 		[]byte("{\"id\":\"x\",\"other\":\"\xfe\"}"), // in an unknown field
+		[]byte(`{"id":"\ud800"}`),                   // an escaped high half alone
+		[]byte(`{"id":"\uDC00\ud800"}`),             // halves in the wrong order
+		[]byte(`{"id":"\ud800\u0041"}`),             // a high half, then no low half
+		[]byte(`{"id":"x","\udfff":1}`),             // in a member name
 	} {
 		_, err := c.Decode(wire)
 		if !errors.Is(err, serde.ErrInvalidUTF8) {
@@ -324,6 +328,16 @@ func TestJSONInvalidUTF8Decode(t *testing.T) {
 		o, err := c.Decode([]byte(wire))
 		if err != nil || o.ID != "c\ufffd" {
 			t.Errorf("Decode(%q) = %+v, %v; want id c\\ufffd", wire, o, err)
+		}
+	}
+	for wire, want := range map[string]string{
+		`{"id":"\ud83d\udc22"}`:   "\U0001F422", // a whole pair
+		`{"id":"\\ud800"}`:        `\ud800`,     // an escaped backslash, then text
+		`{"id":"\"\ud83d\uDC22"}`: "\"\U0001F422",
+	} {
+		o, err := c.Decode([]byte(wire))
+		if err != nil || o.ID != want {
+			t.Errorf("Decode(%s) = %+v, %v; want id %q", wire, o, err, want)
 		}
 	}
 }

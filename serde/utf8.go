@@ -1,6 +1,7 @@
 package serde
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"reflect"
@@ -99,4 +100,58 @@ func orRoot(path string) string {
 		return "value"
 	}
 	return "value" + path
+}
+
+// loneSurrogate returns the offset of the first \u escape in the JSON
+// text b that names half of a UTF-16 surrogate pair without the other
+// half (encoding/json decodes it to U+FFFD), or -1 when there is none.
+// Escapes are looked for inside strings only; b need not be valid JSON.
+func loneSurrogate(b []byte) int {
+	if !bytes.Contains(b, []byte(`\u`)) {
+		return -1
+	}
+	in := false
+	for i := 0; i < len(b); i++ {
+		switch {
+		case b[i] == '"':
+			in = !in
+		case in && b[i] == '\\' && i+1 < len(b):
+			if b[i+1] != 'u' {
+				i++ // a one-character escape
+				continue
+			}
+			r, ok := hex4(b, i+2)
+			switch {
+			case !ok || r < 0xd800 || r > 0xdfff:
+				i++
+			case r >= 0xdc00:
+				return i // a low half first
+			default:
+				if len(b) < i+12 || b[i+6] != '\\' || b[i+7] != 'u' {
+					return i
+				}
+				if lo, ok := hex4(b, i+8); !ok || lo < 0xdc00 || lo > 0xdfff {
+					return i
+				}
+				i += 11
+			}
+		}
+	}
+	return -1
+}
+
+// hex4 reads four hex digits of b at i.
+func hex4(b []byte, i int) (rune, bool) {
+	if len(b) < i+4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		d, ok := unhex(c)
+		if !ok {
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
 }

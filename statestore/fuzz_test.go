@@ -120,3 +120,74 @@ func FuzzPrefixFree(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeOffset: a recorded changelog offset either fails to decode
+// (ErrCorrupt) or is a non-negative offset that re-encodes to the bytes.
+func FuzzDecodeOffset(f *testing.F) {
+	f.Add(encodeOffset(0))
+	f.Add(encodeOffset(1 << 40))
+	f.Add(append([]byte{formatOffsetV1}, 0xff, 0, 0, 0, 0, 0, 0, 0))
+	f.Add(EncodeInt64(7))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		off, err := decodeOffset(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		if off < 0 {
+			t.Fatalf("decoded a negative offset %d", off)
+		}
+		if re := encodeOffset(off); !bytes.Equal(re, b) {
+			t.Fatalf("encodeOffset(decodeOffset(%x)) = %x", b, re)
+		}
+	})
+}
+
+// FuzzDecodeOwned: a last-owned time either fails to decode (ErrCorrupt)
+// or re-encodes to the bytes.
+func FuzzDecodeOwned(f *testing.F) {
+	f.Add(encodeOwned(time.Unix(1_700_000_000, 123)))
+	f.Add(encodeOwned(time.Unix(0, 0)))
+	f.Add([]byte{formatOwnedV1, 1, 2})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		at, err := decodeOwned(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		if re := encodeOwned(at); !bytes.Equal(re, b) {
+			t.Fatalf("encodeOwned(decodeOwned(%x)) = %x", b, re)
+		}
+	})
+}
+
+// FuzzDecodeIndexSuffix: the suffix of a dedup index key either fails to
+// decode (ErrCorrupt) or splits into a time and an event id that
+// re-encode to it, and index keys order by time, oldest first.
+func FuzzDecodeIndexSuffix(f *testing.F) {
+	st := StoreTask{"dedup", Task{0, 3}}
+	prefix := len(appendPrefix(nil, kindDedupIndex, st))
+	f.Add(appendDedupIndexKey(nil, st, 1_700_000_000_000, []byte("e-1"))[prefix:], int64(-5))
+	f.Add(appendDedupIndexKey(nil, st, -1, nil)[prefix:], int64(0))
+	f.Add([]byte{1, 2, 3}, int64(1))
+	f.Fuzz(func(t *testing.T, rest []byte, other int64) {
+		ms, id, err := decodeIndexSuffix(rest)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		key := appendDedupIndexKey(nil, st, ms, id)
+		if !bytes.Equal(key[prefix:], rest) {
+			t.Fatalf("re-encoded suffix %x, want %x", key[prefix:], rest)
+		}
+		if cmp := bytes.Compare(appendDedupIndexKey(nil, st, other, nil), appendDedupIndexKey(nil, st, ms, nil)); (cmp < 0) != (other < ms) {
+			t.Fatalf("index keys of %d and %d order %d", other, ms, cmp)
+		}
+	})
+}

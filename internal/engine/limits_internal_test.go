@@ -92,3 +92,46 @@ func TestTooLargeErrorNamesTheLimitingTopic(t *testing.T) {
 		t.Errorf("%s", msg)
 	}
 }
+
+// FuzzFitRejected: whatever the sizes of a rejected record's key, value,
+// own headers and error text, and whatever the limit (from 1 KiB), the cut
+// record fits the limit, keeps its reason and lineage headers, and says
+// what was cut exactly when something was.
+func FuzzFitRejected(f *testing.F) {
+	f.Add(uint32(1<<20), uint32(10), uint32(2<<20), uint8(1), uint32(3000), uint16(100))
+	f.Add(uint32(1024), uint32(5000), uint32(5000), uint8(3), uint32(900), uint16(2000))
+	f.Add(uint32(1024), uint32(0), uint32(0), uint8(0), uint32(0), uint16(0))
+	f.Add(uint32(4096), uint32(3<<20/2), uint32(0), uint8(0), uint32(0), uint16(60000))
+	f.Fuzz(func(t *testing.T, limit, key, value uint32, own uint8, ownSize uint32, errLen uint16) {
+		limit = 1024 + limit%(8<<20)
+		key, value, ownSize = key%(4<<20), value%(4<<20), ownSize%(1<<20)
+		d := &driver{e: &Engine{limit: sizeLimit{batch: int(limit), topic: "app-rejected"}}}
+		var hs []graph.Header
+		for range own % 8 {
+			hs = append(hs, graph.Header{Key: "own", Value: make([]byte, ownSize)})
+		}
+		hs = append(hs,
+			graph.Header{Key: HeaderRejectReason, Value: []byte(ReasonTooLarge)},
+			graph.Header{Key: HeaderSource, Value: []byte("some-input-topic/12/1234567890")},
+			graph.Header{Key: HeaderRejectError, Value: bytes.Repeat([]byte{'e'}, int(errLen))},
+		)
+		m := kafka.Message{Key: make([]byte, key), Value: make([]byte, value), Headers: hs}
+		before := recordBytes(m.Key, m.Value, m.Headers, nil)
+		d.fitRejected(&m, int(own%8))
+		if n := recordBytes(m.Key, m.Value, m.Headers, nil); n > int(limit) {
+			t.Fatalf("record takes %d bytes after the cut, limit %d", n, limit)
+		}
+		var reason, source, note bool
+		for _, h := range m.Headers {
+			reason = reason || h.Key == HeaderRejectReason && string(h.Value) == ReasonTooLarge
+			source = source || h.Key == HeaderSource && len(h.Value) > 0
+			note = note || h.Key == HeaderRejectTruncated
+		}
+		if !reason || !source {
+			t.Fatalf("reason kept %v, lineage kept %v", reason, source)
+		}
+		if note != (before > int(limit)) {
+			t.Fatalf("truncation note %v for a record of %d bytes, limit %d", note, before, limit)
+		}
+	})
+}

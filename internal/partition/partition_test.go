@@ -1,6 +1,10 @@
 package partition
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 // The values Kafka's own UtilsTest expects of murmur2, as signed ints.
 func TestMurmur2MatchesKafka(t *testing.T) {
@@ -29,4 +33,25 @@ func TestFor(t *testing.T) {
 	if got := For([]byte("k"), 0, 0); got != 0 {
 		t.Errorf("no partitions: %d, want 0", got)
 	}
+}
+
+// FuzzForMatchesKafka: for every non-null key and partition count, For
+// picks the partition franz-go's Kafka-compatible partitioner (murmur2, as
+// Java's default partitioner) picks, so a record keyed like its input
+// lands where a Java client would put it.
+func FuzzForMatchesKafka(f *testing.F) {
+	f.Add([]byte("key-7"), uint16(3))
+	f.Add([]byte{}, uint16(1))
+	f.Add([]byte{0xff, 0xfe, 0x80}, uint16(1000))
+	p := kgo.StickyKeyPartitioner(nil).ForTopic("t")
+	f.Fuzz(func(t *testing.T, key []byte, n uint16) {
+		parts := int32(n%4096) + 1
+		got := For(key, 0, parts)
+		if got < 0 || got >= parts {
+			t.Fatalf("For(%x, 0, %d) = %d, out of range", key, parts, got)
+		}
+		if want := int32(p.Partition(&kgo.Record{Key: key}, int(parts))); got != want {
+			t.Fatalf("For(%x, 0, %d) = %d, franz-go picks %d", key, parts, got, want)
+		}
+	})
 }

@@ -187,11 +187,17 @@ func EncodeEntry(e Entry) []byte {
 	return b
 }
 
-// DecodeEntry decodes a ledger value.
+// DecodeEntry decodes a ledger value. A state it does not know is an
+// error, not an entry the runner would skip as settled.
 func DecodeEntry(b []byte) (Entry, error) {
 	var e Entry
 	if err := json.Unmarshal(b, &e); err != nil {
 		return Entry{}, fmt.Errorf("sinkrunner: ledger entry: %w", err)
+	}
+	switch e.State {
+	case "", Pending, Succeeded, Failed, DeadLettered, Unknown:
+	default:
+		return Entry{}, fmt.Errorf("sinkrunner: ledger entry: unknown state %q", e.State)
 	}
 	return e, nil
 }
