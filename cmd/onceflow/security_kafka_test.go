@@ -101,15 +101,15 @@ func (s *secure) admin(t *testing.T) *kadm.Client {
 // kafka-configs --alter --add-config 'SCRAM-SHA-512=[password=...]' does.
 func (s *secure) addSCRAMUser(t *testing.T, ctx context.Context, user, password string) {
 	t.Helper()
-	res, err := s.admin(t).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
-		{User: user, Mechanism: kadm.ScramSha256, Iterations: 4096, Password: password},
-		{User: user, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: password},
-	})
-	if err == nil {
-		err = res.Error()
-	}
-	if err != nil {
-		t.Fatalf("create SCRAM user %s: %v", user, err)
+	// One request may name a user once: one request a mechanism.
+	for _, m := range []kadm.ScramMechanism{kadm.ScramSha256, kadm.ScramSha512} {
+		res, err := s.admin(t).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: user, Mechanism: m, Iterations: 4096, Password: password}})
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil {
+			t.Fatalf("create SCRAM user %s (%v): %v", user, m, err)
+		}
 	}
 }
 
@@ -150,16 +150,18 @@ func (s *secure) mechanisms(t *testing.T) []mechanism {
 	}
 }
 
-// transcript collects every process's output, for the secrets check.
+// transcript collects every process's output (not its command line,
+// which holds a --sasl-password), for the secrets check.
 type transcript struct {
 	mu  sync.Mutex
 	all bytes.Buffer
 }
 
-func (tr *transcript) add(args []string, out, errOut string) {
+func (tr *transcript) add(_ []string, out, errOut string) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	fmt.Fprintf(&tr.all, "$ onceflow %s\n%s%s", strings.Join(args, " "), out, errOut)
+	tr.all.WriteString(out)
+	tr.all.WriteString(errOut)
 }
 
 func (tr *transcript) String() string {
@@ -363,4 +365,195 @@ func tail(s string) string {
 		lines = lines[len(lines)-15:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// replicaACLs are the ACLs docs/security.md lists for one replica of
+// application app reading topic in and writing topic out (keep the two in
+// step): without txn, the transactional-id ACL is left out.
+func replicaACLs(principal, app, in, out string, txn bool) []*kadm.ACLBuilder {
+	p := "User:" + principal
+	acls := []*kadm.ACLBuilder{
+		kadm.NewACLs().Allow(p).Topics(in).Operations(kadm.OpRead, kadm.OpDescribeConfigs),
+		kadm.NewACLs().Allow(p).Topics(out).Operations(kadm.OpWrite, kadm.OpCreate, kadm.OpDescribeConfigs),
+		kadm.NewACLs().Allow(p).Topics(app+"-").ResourcePatternType(kadm.ACLPatternPrefixed).
+			Operations(kadm.OpRead, kadm.OpWrite, kadm.OpCreate, kadm.OpDescribeConfigs, kadm.OpDelete),
+		kadm.NewACLs().Allow(p).Groups(app).Operations(kadm.OpRead),
+	}
+	if txn {
+		acls = append(acls, kadm.NewACLs().Allow(p).TransactionalIDs(app+"-").ResourcePatternType(kadm.ACLPatternPrefixed).
+			Operations(kadm.OpWrite, kadm.OpDescribe))
+	}
+	return acls
+}
+
+// adminFlags connect a tooling command as the super user.
+func (s *secure) adminFlags(t *testing.T) (flags, env []string) {
+	return []string{"-b", s.get(t, "SASL_PLAINTEXT"), "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", s.get(t, "ADMIN_USER")},
+		[]string{"ONCEFLOW_SASL_PASSWORD=" + s.get(t, "ADMIN_PASSWORD")}
+}
+
+// TestSecurityReplicaACLs runs the orders topology (stores, changelogs,
+// gates, a rejected topic) as a principal that has only the ACLs
+// docs/security.md lists, and checks its output against the truth; then
+// as one without the transactional-id ACL, which must stop at once with
+// an error naming it.
+func TestSecurityReplicaACLs(t *testing.T) {
+	s := loadSecure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	tr := &transcript{}
+	run := fmt.Sprintf("acl%d", time.Now().UnixNano()%1_000_000)
+	adminFlags, adminEnv := s.adminFlags(t)
+	in, truth := run+"-orders", filepath.Join(t.TempDir(), "truth.json")
+	code, stdout, stderr := tr.onceflow(t, ctx, adminEnv, append([]string{"produce", "--example", "orders", "-t", in,
+		"-n", "500", "--partitions", "3", "--truth", truth, "--no-progress"}, adminFlags...)...)
+	if code != 0 {
+		t.Fatalf("produce as admin: exit %d: %s %s", code, stdout, stderr)
+	}
+
+	replica := func(t *testing.T, user, app, out string, txn bool) (flags, env []string) {
+		password := "pw-" + app
+		s.addSCRAMUser(t, ctx, user, password)
+		for _, b := range replicaACLs(user, app, in, out, txn) {
+			s.allow(t, ctx, b)
+		}
+		return []string{"run", "orders", "--input", in, "--output", out, "--app-id", app, "--instance-id", "r1",
+				"--state-dir", t.TempDir(), "-b", s.get(t, "SASL_PLAINTEXT"), "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", user},
+			[]string{"ONCEFLOW_SASL_PASSWORD=" + password}
+	}
+
+	t.Run("documented ACLs", func(t *testing.T) {
+		app, out := run+"-app", run+"-totals"
+		args, env := replica(t, run+"-least", app, out, true)
+		r := tr.start(t, ctx, env, args...)
+		code, stdout, stderr := tr.onceflow(t, ctx, adminEnv, append([]string{"lag", "-g", app, "-t", in, "--wait", "120s"}, adminFlags...)...)
+		if code != 0 {
+			_, logs := tr.stop(t, r)
+			t.Fatalf("lag: exit %d: %s %s\nreplica:\n%s", code, stdout, stderr, tail(logs))
+		}
+		for range 40 {
+			code, stdout, stderr = tr.onceflow(t, ctx, adminEnv, append([]string{"verify", "--truth", truth, "-i", in, "-o", out,
+				"--rejected", app + "-rejected"}, adminFlags...)...)
+			if code != exitFailed {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		if code != 0 {
+			t.Errorf("verify --truth: exit %d: %s %s", code, stdout, stderr)
+		}
+		code, logs := tr.stop(t, r)
+		if code != 0 || strings.Contains(logs, "[WARN]") || strings.Contains(logs, "[ERROR]") {
+			t.Errorf("replica: exit %d, warnings or errors:\n%s", code, logs)
+		}
+	})
+
+	t.Run("without the transactional-id ACL", func(t *testing.T) {
+		app, out := run+"-notxn", run+"-notxn-totals"
+		args, env := replica(t, run+"-notxn", app, out, false)
+		start := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		code, stdout, stderr := tr.onceflow(t, rctx, env, args...)
+		took := time.Since(start)
+		t.Logf("the replica without the transactional-id ACL: exit %d after %v; it printed:\n%s%s", code, took.Round(100*time.Millisecond), stdout, stderr)
+		if code != exitError || took > 30*time.Second {
+			t.Fatalf("exit %d after %v, want %d within 30s", code, took, exitError)
+		}
+		for _, want := range []string{"TransactionalId", app + "-r1", "docs/security.md"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr does not name %q", want)
+			}
+		}
+	})
+}
+
+// TestSecurityWrongPasswordAndSecrets runs the commands with a distinctive
+// password at debug level (given by the environment variable, then by the
+// flag) and with a wrong one: the wrong one fails each command at once with
+// an error that says authentication failed; neither password appears in
+// anything the commands print, nor in the broker's log.
+func TestSecurityWrongPasswordAndSecrets(t *testing.T) {
+	s := loadSecure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	run := fmt.Sprintf("pw%d", time.Now().UnixNano()%1_000_000)
+	user := run + "-user"
+	secret := "Zq9-onceflow-" + run + "-sesame"
+	wrong := "Wr0ng-onceflow-" + run + "-sesame"
+	s.addSCRAMUser(t, ctx, user, secret)
+	s.allow(t, ctx, kadm.NewACLs().Allow("User:"+user).ResourcePatternType(kadm.ACLPatternPrefixed).
+		Topics(run+"-").Groups(run+"-").TransactionalIDs(run+"-").Operations(kadm.OpAll))
+	tr := &transcript{}
+	base := []string{"-b", s.get(t, "SASL_SSL"), "--tls", "--tls-ca", s.get(t, "CA"),
+		"--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", user, "--log-level", "debug"}
+
+	for i, how := range []struct {
+		name  string
+		flags []string
+		env   []string
+	}{
+		{"password from ONCEFLOW_SASL_PASSWORD", base, []string{"ONCEFLOW_SASL_PASSWORD=" + secret}},
+		{"password from --sasl-password, JSON logs", append(base[:len(base):len(base)], "--sasl-password", secret, "--log-format", "json"), nil},
+	} {
+		t.Run(how.name, func(t *testing.T) {
+			m := mechanism{name: how.name, flags: how.flags, env: how.env}
+			for _, r := range matrixRun(t, ctx, tr, m, fmt.Sprintf("%s-%d", run, i)) {
+				if !strings.HasSuffix(r, ": ok") {
+					t.Errorf("%s", r)
+				}
+			}
+		})
+	}
+
+	t.Run("wrong password", func(t *testing.T) {
+		env := []string{"ONCEFLOW_SASL_PASSWORD=" + wrong}
+		for _, args := range [][]string{
+			{"topics", "list"},
+			{"topics", "create", run + "-x"},
+			{"produce", "-t", run + "-x", "-n", "1", "--no-progress"},
+			{"verify", "-i", run + "-x", "-o", run + "-y"},
+			{"lag", "-g", run + "-g", "-t", run + "-x", "--wait", "60s"},
+			{"sinks", "status", "--app-id", run},
+			{"dlq", "list", "--app-id", run, "--sink", "s"},
+			{"run", "copy", "--input", run + "-x", "--output", run + "-y", "--app-id", run + "-app", "--instance-id", "r1", "--state-dir", t.TempDir()},
+			{"run", "orders", "--input", run + "-x", "--output", run + "-y", "--app-id", run + "-app", "--instance-id", "r1", "--state-dir", t.TempDir()},
+		} {
+			start := time.Now()
+			rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			code, _, stderr := tr.onceflow(t, rctx, env, append(args, base...)...)
+			cancel()
+			took := time.Since(start)
+			if code != exitError || took > 15*time.Second || !strings.Contains(stderr, "Authentication failed") {
+				t.Errorf("%v with a wrong password: exit %d after %v, want %d within 15s and an error saying so; stderr:\n%s",
+					args, code, took, exitError, tail(stderr))
+			}
+			t.Logf("%v with a wrong password: exit %d after %v: %s", args, code, took.Round(10*time.Millisecond), lastLine(stderr))
+		}
+	})
+
+	broker, err := os.ReadFile(filepath.Join(s.dir, "broker", "broker.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := tr.String()
+	if len(out) < 10000 || !strings.Contains(out, "[DEBUG]") && !strings.Contains(out, `"@level":"debug"`) {
+		t.Fatalf("the transcript (%d bytes) has no debug logs: the check below would prove nothing", len(out))
+	}
+	for name, text := range map[string]string{"the commands' output": out, "the broker's log": string(broker)} {
+		for _, pw := range []string{secret, wrong} {
+			if i := strings.Index(text, pw); i >= 0 {
+				t.Errorf("a password appears in %s: %q", name, text[max(0, i-200):i])
+			}
+		}
+	}
+	if !t.Failed() {
+		t.Logf("checked %d bytes of output (debug level) and %d bytes of broker log: no password in them", len(out), len(broker))
+	}
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }

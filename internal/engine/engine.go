@@ -306,6 +306,9 @@ func (e *Engine) loop(ctx context.Context) error {
 		switch {
 		case errors.Is(err, kafka.ErrFencedInstance), errors.Is(err, kafka.ErrInternalOffsetOutOfRange):
 			return fmt.Errorf("engine: %w", err)
+		case kafka.IsRefused(err) && ctx.Err() == nil:
+			// A missing group or topic ACL: joining again cannot help.
+			return fmt.Errorf("engine: %w", kafka.Refused(fmt.Sprintf("group %q", e.cfg.AppID), err))
 		case err != nil && ctx.Err() == nil:
 			e.log.Warn("group session failed; joining again", "error", err, "backoff", backoff)
 			select {

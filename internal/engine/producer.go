@@ -4,13 +4,15 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
 )
 
 // newProducer creates the output producer, retrying while the cluster
-// does not answer. It returns nil, nil once ctx ends, at once even while a
+// does not answer; a refusal (kafka.ErrRefused: credentials, a missing
+// transactional-id ACL) is returned at once. It returns nil, nil once ctx ends, at once even while a
 // creation hangs on a coordinator that does not answer (that producer is
 // closed when it arrives).
 func (e *Engine) newProducer(ctx context.Context) (*kafka.Producer, error) {
@@ -44,6 +46,15 @@ func (e *Engine) newProducer(ctx context.Context) (*kafka.Producer, error) {
 		}
 		if r.err == nil {
 			return r.p, nil
+		}
+		if kafka.IsRefused(r.err) {
+			// No retry clears a missing ACL or a refused credential: say
+			// what is missing at once instead of retrying in a loop.
+			what := "producer"
+			if txnID != "" {
+				what = fmt.Sprintf("transactional producer %q (needs WRITE and DESCRIBE on TransactionalId %q)", txnID, txnID)
+			}
+			return nil, fmt.Errorf("engine: %w", kafka.Refused(what, r.err))
 		}
 		e.log.Warn("cannot create producer; retrying", "transactional_id", txnID, "error", r.err, "backoff", wait)
 		select {

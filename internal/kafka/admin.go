@@ -24,7 +24,8 @@ type Admin struct {
 }
 
 // Connect reaches the cluster or fails within a bounded time (about 15 s
-// when nothing answers), with ErrUnreachable.
+// when nothing answers), with ErrUnreachable; or, at once, with ErrRefused
+// when the brokers refuse the credentials or the certificate.
 func Connect(ctx context.Context, c Client) (*Admin, error) {
 	cfg := base(c, Timeouts{}.WithDefaults())
 	cfg.Metadata.Retry.Max = 2
@@ -51,6 +52,9 @@ func Connect(ctx context.Context, c Client) (*Admin, error) {
 		return nil, ctx.Err()
 	}
 	if r.err != nil {
+		if IsRefused(r.err) {
+			return nil, Refused(fmt.Sprintf("connecting to %v", c.Brokers), r.err)
+		}
 		return nil, fmt.Errorf("%w: %v: %v", ErrUnreachable, c.Brokers, r.err)
 	}
 	admin, err := sarama.NewClusterAdminFromClient(r.client)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/IBM/sarama"
+
+	"github.com/onceflow/onceflow/internal/clientcfg"
 )
 
 // ErrProducerFenced means the broker fenced the transactional producer: a
@@ -57,4 +59,41 @@ func named(err error) error {
 func IsFenced(err error) bool {
 	return errors.Is(err, ErrProducerFenced) ||
 		errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch)
+}
+
+// ErrRefused means the cluster refused this client what retrying with the
+// same settings cannot get: authentication (a wrong user, password or
+// mechanism; a certificate refused on either side) or authorization (an
+// ACL missing). Not retryable: the replica stops with it.
+var ErrRefused = errors.New("kafka: refused by the cluster (check the TLS and SASL settings and the ACLs, see docs/security.md)")
+
+// authErrors are the Kafka error codes of a refusal.
+var authErrors = []sarama.KError{
+	sarama.ErrSASLAuthenticationFailed, sarama.ErrUnsupportedSASLMechanism, sarama.ErrIllegalSASLState,
+	sarama.ErrTopicAuthorizationFailed, sarama.ErrGroupAuthorizationFailed, sarama.ErrClusterAuthorizationFailed,
+	sarama.ErrTransactionalIDAuthorizationFailed,
+}
+
+// IsRefused reports whether err is a refusal (see ErrRefused): one of
+// sarama's or franz-go's authentication or authorization error codes, or a
+// TLS certificate error.
+func IsRefused(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrRefused) || clientcfg.IsAuthError(err) {
+		return true
+	}
+	for _, code := range authErrors {
+		if errors.Is(err, code) {
+			return true
+		}
+	}
+	return false
+}
+
+// Refused wraps err, a refusal, so that errors.Is matches ErrRefused and
+// the message says what was refused and what to check.
+func Refused(what string, err error) error {
+	return fmt.Errorf("%w: %s: %w", ErrRefused, what, err)
 }
