@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/onceflow/onceflow/internal/compile"
+	"net"
 	"regexp"
 	"time"
 
@@ -104,6 +105,11 @@ type Config struct {
 	SASLMechanism string
 	SASLUser      string
 	SASLPassword  string
+	// Dial, when set, opens every connection to the brokers in place of a
+	// plain TCP dial (through a tunnel, or a proxy that injects network
+	// faults, as onceflow chaos does); TLS and SASL run over the
+	// connection it returns. Default nil: TCP.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Sinks configures the sink runner, which delivers the requests of
 	// the topology's external sinks (topology.ToSink): timeouts, retries,
 	// backoff and parallelism, each field with its default (see
@@ -189,7 +195,7 @@ func (c Config) withDefaults() Config {
 
 func (c Config) client() kafka.Client {
 	return kafka.Client{Brokers: c.Brokers, ClientID: "onceflow-" + c.ApplicationID + "-" + c.InstanceID, TLS: c.TLS,
-		SASL: kafka.SASL{Mechanism: c.SASLMechanism, User: c.SASLUser, Password: c.SASLPassword}}
+		SASL: kafka.SASL{Mechanism: c.SASLMechanism, User: c.SASLUser, Password: c.SASLPassword}, Dial: c.Dial}
 }
 
 func (c Config) timeouts() kafka.Timeouts {

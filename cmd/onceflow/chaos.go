@@ -21,7 +21,8 @@ type ChaosCmd struct {
 	MinInterval  time.Duration `name:"min-interval" default:"2s" help:"Shortest pause between two faults."`
 	MaxInterval  time.Duration `name:"max-interval" default:"8s" help:"Longest pause between two faults."`
 	DrainTimeout time.Duration `name:"drain-timeout" default:"3m" help:"After the faults, wait at most this long until all input is committed."`
-	Faults       string        `name:"faults" placeholder:"KIND,..." help:"Fault kinds to inject: replica-kill, replica-pause, broker-kill (default: all that apply)."`
+	Faults       string        `name:"faults" placeholder:"KIND,..." help:"Fault kinds to inject, dealt like a shuffled deck (name one twice to inject it twice as often): replica-kill, replica-pause, network, broker-kill (cluster), request-fault (embedded) (default: all that apply)."`
+	Chart        string        `name:"chart" type:"path" placeholder:"FILE.svg" help:"Write an SVG chart of committed input records per second with the faults marked."`
 	ReplicaArgs  []string      `name:"replica-arg" placeholder:"FLAG" help:"Pass FLAG to every replica's 'run orders' (repeatable), e.g. --replica-arg=--guarantee=at_least_once to see the check fail."`
 	KeepLogs     bool          `name:"keep-logs" help:"Keep the replicas' logs and state (kept anyway when the run fails)."`
 	JSON         bool          `name:"json" help:"Print the result as one JSON object."`
@@ -32,7 +33,7 @@ type ChaosCmd struct {
 func (c *ChaosCmd) Run(env *Env) error {
 	cfg := chaos.Config{ClusterDir: c.ClusterDir, KafkaScript: c.KafkaScript, Embedded: c.Embedded,
 		Duration: c.Duration, Rate: c.Rate, Seed: c.Seed, MinInterval: c.MinInterval, MaxInterval: c.MaxInterval,
-		DrainTimeout: c.DrainTimeout, ReplicaArgs: c.ReplicaArgs, KeepLogs: c.KeepLogs, Progress: env.Stderr, Logger: env.Logger}
+		DrainTimeout: c.DrainTimeout, ReplicaArgs: c.ReplicaArgs, Chart: c.Chart, KeepLogs: c.KeepLogs, Progress: env.Stderr, Logger: env.Logger}
 	if c.Brokers != "" {
 		cfg.Brokers = strings.Split(c.Brokers, ",")
 	}

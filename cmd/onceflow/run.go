@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -85,6 +86,9 @@ type ReplicaFlags struct {
 	CleanupDelay   time.Duration `name:"state-cleanup-delay" help:"Delete local state of tasks not owned for this long (0: 10m)."`
 	OnlySinks      bool          `name:"only-sinks" help:"Run only the sink runner (deliver the external sinks' outboxes), no processing."`
 	SinkParallel   int           `name:"sink-parallelism" help:"Deliveries of one outbox partition out at once, each for another record key (0: the default, 16)."`
+	// DialVia routes the connections to some brokers through other
+	// addresses (onceflow chaos puts a fault-injecting proxy there).
+	DialVia map[string]string `name:"dial-via" hidden:"" placeholder:"BROKER=PROXY;..." help:"Connect to BROKER through PROXY."`
 }
 
 // RunCopyCmd is `onceflow run copy`.
@@ -123,6 +127,7 @@ func runReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
 		SASLMechanism:     f.SASLMechanism,
 		SASLUser:          f.SASLUser,
 		SASLPassword:      f.SASLPassword,
+		Dial:              dialVia(f.DialVia),
 		Logger:            env.Logger,
 		Registerer:        reg,
 	}, t)
@@ -142,6 +147,21 @@ func runReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
 	fmt.Fprintf(env.Stderr, "onceflow: %s stopped: %d in, %d out, %d rejected, %d committed, %d aborted, %d producer recreations, %d restored\n",
 		f.InstanceID, s.RecordsIn, s.RecordsOut, s.Rejected, s.Committed, s.Aborted, s.ProducerRecreations, s.Restored)
 	return err
+}
+
+// dialVia dials the address via maps it to, others directly; nil when
+// via is empty.
+func dialVia(via map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if len(via) == 0 {
+		return nil
+	}
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if to, ok := via[addr]; ok {
+			addr = to
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 }
 
 // serve serves h on addr until stop is called.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,9 +55,16 @@ type Config struct {
 	// DrainTimeout bounds the wait, after the last fault, until all input
 	// is committed. Default 3 minutes.
 	DrainTimeout time.Duration
-	// Faults names the fault kinds to inject, from FaultKinds. Default:
-	// all that apply (broker-kill only with ClusterDir).
+	// Faults names the fault kinds to inject, from FaultKinds. They are
+	// dealt like a shuffled deck (seeded): each round injects every entry
+	// once, so a kind named twice comes twice as often. Default: all that
+	// apply (broker-kill only with ClusterDir, request-fault only with
+	// Embedded).
 	Faults []string
+
+	// Chart, when set, is the path of an SVG chart of committed input
+	// records per second over the run, with the faults marked.
+	Chart string
 
 	// ReplicaArgs are appended to every replica's command line (say
 	// "--guarantee=at_least_once", to see the check fail). Default none.
@@ -81,10 +89,16 @@ const (
 	FaultReplicaKill  = "replica-kill"
 	FaultReplicaPause = "replica-pause"
 	FaultBrokerKill   = "broker-kill"
+	// FaultNetwork disturbs the connections between one replica and one
+	// broker (latency, a hang, resets) through a proxy in the path.
+	FaultNetwork = "network"
+	// FaultRequest makes the embedded broker answer a replica's Produce,
+	// EndTxn or TxnOffsetCommit requests with errors or late.
+	FaultRequest = "request-fault"
 )
 
 // FaultKinds lists every fault kind.
-var FaultKinds = []string{FaultReplicaKill, FaultReplicaPause, FaultBrokerKill}
+var FaultKinds = []string{FaultReplicaKill, FaultReplicaPause, FaultBrokerKill, FaultNetwork, FaultRequest}
 
 const (
 	replicas   = 3
@@ -108,10 +122,14 @@ func (c Config) Validate() error {
 	}
 	for _, f := range c.Faults {
 		switch f {
-		case FaultReplicaKill, FaultReplicaPause:
+		case FaultReplicaKill, FaultReplicaPause, FaultNetwork:
 		case FaultBrokerKill:
 			if c.ClusterDir == "" {
 				errs = append(errs, errors.New("chaos: broker-kill needs a cluster directory"))
+			}
+		case FaultRequest:
+			if !c.Embedded {
+				errs = append(errs, errors.New("chaos: request-fault needs the embedded broker"))
 			}
 		default:
 			errs = append(errs, fmt.Errorf("chaos: unknown fault %q (want one of %v)", f, FaultKinds))
@@ -140,9 +158,12 @@ func (c Config) withDefaults() (Config, error) {
 		c.KafkaScript = "scripts/kafka.sh"
 	}
 	if len(c.Faults) == 0 {
-		c.Faults = []string{FaultReplicaKill, FaultReplicaPause}
+		c.Faults = []string{FaultReplicaKill, FaultReplicaPause, FaultNetwork}
 		if c.ClusterDir != "" {
 			c.Faults = append(c.Faults, FaultBrokerKill)
+		}
+		if c.Embedded {
+			c.Faults = append(c.Faults, FaultRequest)
 		}
 	}
 	if c.Executable == "" {
@@ -209,6 +230,9 @@ type runner struct {
 	adm      *kadm.Client
 	reps     []*replica
 	watch    *watcher
+	net      *network       // with network faults
+	reqs     *requestFaults // with request faults
+	deck     []string       // fault kinds still to deal this round
 
 	app, input, output, rejected string
 }
@@ -253,10 +277,29 @@ func (r *runner) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("chaos: create %s: %w", r.input, err)
 	}
+	if slices.Contains(cfg.Faults, FaultRequest) {
+		r.reqs = newRequestFaults(r.embedded.Cluster(), cfg.Seed)
+	}
+	if slices.Contains(cfg.Faults, FaultNetwork) {
+		brokers, err := listBrokers(ctx, r.adm)
+		if err != nil {
+			return err
+		}
+		r.net = newNetwork(brokers)
+	}
 	base := []string{"--brokers", strings.Join(r.brokers, ","), "--app-id", r.app, "--input", r.input, "--output", r.output}
 	base = append(base, cfg.ReplicaArgs...)
 	for i := range replicas {
-		rep, err := newReplica(cfg.Executable, r.dir, fmt.Sprintf("replica-%d", i+1), base)
+		name := fmt.Sprintf("replica-%d", i+1)
+		args := slices.Clone(base)
+		if r.net != nil {
+			via, err := r.net.dialVia(name)
+			if err != nil {
+				return err
+			}
+			args = append(args, "--dial-via", via)
+		}
+		rep, err := newReplica(cfg.Executable, r.dir, name, args)
 		if err != nil {
 			return err
 		}
@@ -276,6 +319,9 @@ func (r *runner) close() {
 	}
 	if r.cl != nil {
 		r.cl.Close()
+	}
+	if r.net != nil {
+		r.net.close()
 	}
 	if r.embedded != nil {
 		r.embedded.Close()
@@ -303,7 +349,7 @@ func (r *runner) run(ctx context.Context) error {
 		events, r.input, cfg.Rate, cfg.Faults, cfg.Duration)
 
 	start := time.Now()
-	r.watch = newWatcher(r.adm, r.app, r.input, r.reps, r.http)
+	r.watch = newWatcher(r.adm, r.app, r.input, r.reps, r.http, start)
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -315,7 +361,7 @@ func (r *runner) run(ctx context.Context) error {
 		<-watched
 	}()
 
-	if err := r.inject(ctx, start.Add(cfg.Duration)); err != nil {
+	if err := r.inject(ctx, start, start.Add(cfg.Duration)); err != nil {
 		return err
 	}
 	r.res.FaultSeconds = time.Since(start).Seconds()
@@ -338,11 +384,21 @@ func (r *runner) run(ctx context.Context) error {
 	<-watched
 	r.res.LongestStallSeconds, r.res.LongestStallPartition = r.watch.longestStall()
 	r.res.MaxOldestPendingSeconds = r.watch.maxOldestPending()
+	r.res.Throughput = r.watch.throughput()
+	if r.net != nil {
+		r.res.ProxiedConnections = r.net.accepted()
+	}
 	for _, rep := range r.reps {
 		rep.stop(20 * time.Second)
 	}
 	fmt.Fprintf(cfg.Progress, "all input committed %.1fs after the start; verifying read_committed\n", r.res.Seconds)
-	return r.verify(ctx, p.truth)
+	if err := r.verify(ctx, p.truth); err != nil {
+		return err
+	}
+	if cfg.Chart != "" {
+		return WriteChart(*r.res, cfg.Chart)
+	}
+	return nil
 }
 
 // drain waits until the group's committed offsets on the input add up to

@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,10 +13,12 @@ import (
 )
 
 // A short chaos run on the embedded broker with the real CLI binary: three
-// replica processes, SIGKILLed and restarted, and SIGSTOPped past their
-// session timeout then continued, while input arrives at a steady rate;
-// the output must hold every input once, rejections and totals as in the
-// truth.
+// replica processes, SIGKILLed and restarted, SIGSTOPped past their
+// session timeout then continued, cut off from the broker or slowed by
+// the proxy in their path, their produce, EndTxn and TxnOffsetCommit
+// requests answered with errors or late, while input arrives at a steady
+// rate; the output must hold every input once, rejections and totals as
+// in the truth.
 func TestChaosEmbedded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the CLI and runs three replica processes under faults for a minute")
@@ -29,11 +32,16 @@ func TestChaosEmbedded(t *testing.T) {
 	defer cancel()
 	const (
 		rate     = 500
-		duration = 60 * time.Second
+		duration = 75 * time.Second
 	)
 	var progress strings.Builder
-	res, err := chaos.Run(ctx, chaos.Config{Embedded: true, Duration: duration, Rate: rate, Seed: 3,
-		MinInterval: time.Second, MaxInterval: 4 * time.Second, Executable: exe, WorkDir: t.TempDir(), Progress: &progress})
+	chart := filepath.Join(t.TempDir(), "chaos.svg")
+	// One round of this deck takes at most 62 s (five pauses of up to 4 s,
+	// two kills down up to 2 s, a 15 s pause, a network fault of up to
+	// 15 s, a request fault of up to 8 s).
+	faults := []string{chaos.FaultReplicaKill, chaos.FaultReplicaKill, chaos.FaultReplicaPause, chaos.FaultNetwork, chaos.FaultRequest}
+	res, err := chaos.Run(ctx, chaos.Config{Embedded: true, Duration: duration, Rate: rate, Seed: 3, Faults: faults,
+		MinInterval: time.Second, MaxInterval: 4 * time.Second, Executable: exe, WorkDir: t.TempDir(), Progress: &progress, Chart: chart})
 	t.Logf("progress:\n%s", progress.String())
 	if err != nil {
 		t.Fatalf("chaos: %v", err)
@@ -49,8 +57,22 @@ func TestChaosEmbedded(t *testing.T) {
 		t.Errorf("accepted %d of %d in the truth, rejections match %t, totals match %t",
 			res.Accepted, res.Truth.ExpectedAccepted, res.Truth.RejectionsMatch, res.Truth.TotalsMatch)
 	}
-	if res.ReplicaKills < 2 || res.ReplicaPauses < 1 || len(res.Faults) != res.ReplicaKills+res.ReplicaPauses {
-		t.Errorf("faults: %d kills, %d pauses, %d listed; want at least 2 kills and 1 pause", res.ReplicaKills, res.ReplicaPauses, len(res.Faults))
+	if res.ReplicaKills < 2 || res.ReplicaPauses < 1 || res.NetworkFaults < 1 || res.RequestFaults < 1 ||
+		len(res.Faults) != res.ReplicaKills+res.ReplicaPauses+res.NetworkFaults+res.RequestFaults {
+		t.Errorf("faults: %d kills, %d pauses, %d network, %d request faults, %d listed; want at least 2 kills and one of each other",
+			res.ReplicaKills, res.ReplicaPauses, res.NetworkFaults, res.RequestFaults, len(res.Faults))
+	}
+	if res.ProxiedConnections == 0 {
+		t.Errorf("no replica connection went through the proxies")
+	}
+	if injected := len(res.InjectedErrors) + len(res.InjectedDelays); injected == 0 {
+		t.Errorf("no error or delay injected: errors %v, delays %v", res.InjectedErrors, res.InjectedDelays)
+	}
+	if fi, err := os.Stat(chart); err != nil || fi.Size() == 0 {
+		t.Errorf("chart: %v", err)
+	}
+	if len(res.Throughput) < int(duration.Seconds())/2 {
+		t.Errorf("%d throughput samples over %v", len(res.Throughput), duration)
 	}
 	if res.BrokerKills != 0 {
 		t.Errorf("%d broker kills on the embedded broker", res.BrokerKills)
@@ -99,6 +121,8 @@ func TestConfigValidate(t *testing.T) {
 		{"two places", chaos.Config{Embedded: true, Brokers: []string{"a:1"}}, []string{"exactly one of"}},
 		{"broker kill without cluster", chaos.Config{Embedded: true, Faults: []string{"broker-kill", "fire"}},
 			[]string{"broker-kill needs a cluster", `unknown fault "fire"`}},
+		{"request faults without the embedded broker", chaos.Config{Brokers: []string{"a:1"}, Faults: []string{"request-fault", "network"}},
+			[]string{"request-fault needs the embedded broker"}},
 		{"intervals", chaos.Config{Embedded: true, MinInterval: 5 * time.Second, MaxInterval: time.Second}, []string{"maximum interval"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

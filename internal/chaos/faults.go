@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -12,14 +13,27 @@ type Fault struct {
 	At     float64 `json:"at_seconds"`
 	Kind   string  `json:"kind"`
 	Target string  `json:"target"`
+	// Seconds is how long the fault lasted (a kill: until the restart).
+	Seconds float64 `json:"seconds"`
 	// Note says more: the broker's role, how long the fault lasted.
 	Note string `json:"note,omitempty"`
 }
 
+// nextKind deals the next fault kind from a deck of cfg.Faults, shuffled
+// (seeded) anew each round.
+func (r *runner) nextKind() string {
+	if len(r.deck) == 0 {
+		r.deck = slices.Clone(r.cfg.Faults)
+		r.rnd.Shuffle(len(r.deck), func(i, j int) { r.deck[i], r.deck[j] = r.deck[j], r.deck[i] })
+	}
+	kind := r.deck[0]
+	r.deck = r.deck[1:]
+	return kind
+}
+
 // inject injects one fault after another, at random intervals, until the
-// deadline.
-func (r *runner) inject(ctx context.Context, deadline time.Time) error {
-	start := time.Now()
+// deadline. Faults are timed from start.
+func (r *runner) inject(ctx context.Context, start, deadline time.Time) error {
 	for {
 		wait := r.cfg.MinInterval + time.Duration(r.rnd.Int64N(int64(r.cfg.MaxInterval-r.cfg.MinInterval)+1))
 		if time.Now().Add(wait).After(deadline) {
@@ -31,8 +45,9 @@ func (r *runner) inject(ctx context.Context, deadline time.Time) error {
 		if err := r.restartExited(); err != nil {
 			return err
 		}
-		kind := r.cfg.Faults[r.rnd.IntN(len(r.cfg.Faults))]
-		f := Fault{At: time.Since(start).Seconds(), Kind: kind}
+		kind := r.nextKind()
+		began := time.Now()
+		f := Fault{At: began.Sub(start).Seconds(), Kind: kind}
 		var err error
 		switch kind {
 		case FaultReplicaKill:
@@ -41,10 +56,15 @@ func (r *runner) inject(ctx context.Context, deadline time.Time) error {
 			err = r.pauseReplica(ctx, &f)
 		case FaultBrokerKill:
 			err = r.killBroker(ctx, &f)
+		case FaultNetwork:
+			err = r.netFault(ctx, &f)
+		case FaultRequest:
+			err = r.requestFault(ctx, &f)
 		}
 		if err != nil {
 			return err
 		}
+		f.Seconds = time.Since(began).Seconds()
 		r.res.Faults = append(r.res.Faults, f)
 		fmt.Fprintf(r.cfg.Progress, "%6.1fs %s %s %s\n", f.At, f.Kind, f.Target, f.Note)
 	}

@@ -31,6 +31,19 @@ type Result struct {
 	CoordinatorKills      int `json:"coordinator_kills"`
 	GroupCoordinatorKills int `json:"group_coordinator_kills"`
 	BrokerRestarts        int `json:"broker_restarts"`
+	// NetworkFaults counts faults between one replica and one broker
+	// (NetworkFaultsByMode: latency, hang, reset).
+	NetworkFaults       int            `json:"network_faults"`
+	NetworkFaultsByMode map[string]int `json:"network_faults_by_mode,omitempty"`
+	// ProxiedConnections counts the connections the replicas opened to
+	// the brokers through the proxies (with network faults).
+	ProxiedConnections int64 `json:"proxied_connections"`
+	// RequestFaults counts the embedded broker's request faults;
+	// InjectedErrors and InjectedDelays the requests they answered with
+	// an error or late, by request (produce, end-txn, txn-offset-commit).
+	RequestFaults  int            `json:"request_faults"`
+	InjectedErrors map[string]int `json:"injected_errors,omitempty"`
+	InjectedDelays map[string]int `json:"injected_delays,omitempty"`
 	// UnexpectedExits counts replicas that exited on their own (and were
 	// started again).
 	UnexpectedExits int     `json:"unexpected_exits"`
@@ -50,6 +63,10 @@ type Result struct {
 	// killed or paused reports nothing meanwhile).
 	MaxOldestPendingSeconds float64 `json:"max_oldest_pending_seconds"`
 
+	// Throughput samples the group's committed input offsets (summed)
+	// once a second.
+	Throughput []Sample `json:"throughput,omitempty"`
+
 	// Truth is verify's full report.
 	Truth verify.TruthReport `json:"truth"`
 	// Violations lists what failed; OK is true when there are none.
@@ -58,6 +75,22 @@ type Result struct {
 	// Dir holds the replicas' logs and state when kept (KeepLogs, or the
 	// run failed).
 	Dir string `json:"dir,omitempty"`
+}
+
+// Sample is the group's committed input (the sum of its committed
+// offsets) At seconds after the start.
+type Sample struct {
+	At        float64 `json:"at_seconds"`
+	Committed int64   `json:"committed"`
+}
+
+// sum adds up m's values.
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // String is the report, a line per figure.
@@ -79,6 +112,10 @@ func (r Result) String() string {
 	fmt.Fprintf(&b, "  replica pauses (zombies)  %d\n", r.ReplicaPauses)
 	fmt.Fprintf(&b, "  broker kills / restarts   %d / %d (aimed at: %d a transaction coordinator, %d the group coordinator)\n",
 		r.BrokerKills, r.BrokerRestarts, r.CoordinatorKills, r.GroupCoordinatorKills)
+	fmt.Fprintf(&b, "  network faults            %d %v (one replica <-> one broker; %d connections through the proxies)\n",
+		r.NetworkFaults, r.NetworkFaultsByMode, r.ProxiedConnections)
+	fmt.Fprintf(&b, "  request faults            %d: injected errors %d %v, delays %d %v\n",
+		r.RequestFaults, sum(r.InjectedErrors), r.InjectedErrors, sum(r.InjectedDelays), r.InjectedDelays)
 	fmt.Fprintf(&b, "  replica exits on their own %d\n", r.UnexpectedExits)
 	fmt.Fprintf(&b, "  duration                  %.1fs of faults, all input committed after %.1fs\n", r.FaultSeconds, r.Seconds)
 	fmt.Fprintf(&b, "  longest partition stall   %.1fs (partition %d; committed offset still with input pending)\n", r.LongestStallSeconds, r.LongestStallPartition)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ type watcher struct {
 	group, input string
 	reps         []*replica
 	http         *http.Client
+	start        time.Time
 
 	mu struct {
 		sync.Mutex
@@ -29,11 +31,12 @@ type watcher struct {
 		longest    time.Duration
 		longestP   int32
 		oldestSeen float64
+		samples    []Sample
 	}
 }
 
-func newWatcher(adm *kadm.Client, group, input string, reps []*replica, client *http.Client) *watcher {
-	w := &watcher{adm: adm, group: group, input: input, reps: reps, http: client}
+func newWatcher(adm *kadm.Client, group, input string, reps []*replica, client *http.Client, start time.Time) *watcher {
+	w := &watcher{adm: adm, group: group, input: input, reps: reps, http: client, start: start}
 	w.mu.last, w.mu.since = map[int32]int64{}, map[int32]time.Time{}
 	return w
 }
@@ -76,6 +79,11 @@ func (w *watcher) sample(ctx context.Context) {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	total := int64(0)
+	for _, o := range committed {
+		total += o
+	}
+	w.mu.samples = append(w.mu.samples, Sample{At: now.Sub(w.start).Seconds(), Committed: total})
 	ends.Each(func(o kadm.ListedOffset) {
 		p, at := o.Partition, committed[o.Partition]
 		last, seen := w.mu.last[p]
@@ -138,4 +146,11 @@ func (w *watcher) maxOldestPending() float64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.mu.oldestSeen
+}
+
+// throughput returns the samples of the group's committed input.
+func (w *watcher) throughput() []Sample {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.mu.samples)
 }

@@ -185,7 +185,13 @@ func (r *ChangelogReader) client() (*kgo.Client, error) {
 		kgo.FetchMaxWait(100 * time.Millisecond),
 		kgo.DialTimeout(5 * time.Second),
 	}
-	sec, err := r.c.security().Options()
+	sc := r.c.security()
+	if r.c.Dial != nil {
+		// TLS runs over the connection Dial opens (dialTLS).
+		sc.TLS = nil
+		opts = append(opts, kgo.Dialer(r.c.dialTLS))
+	}
+	sec, err := sc.Options()
 	if err != nil {
 		return nil, fmt.Errorf("kafka: changelog reader: %w", err)
 	}

@@ -33,10 +33,30 @@ type Client struct {
 	ClientID string
 	TLS      *tls.Config // nil: plaintext
 	SASL     SASL
-	// Dial, when set, opens every connection of the engine's sarama
-	// clients (group and producer) in place of a plain TCP dial. For
-	// fault-injection tests (internal/testproxy); nil in production.
+	// Dial, when set, opens every connection of the engine's clients
+	// (group, producer, admin, changelog reader) in place of a plain TCP
+	// dial: a tunnel, or a proxy that injects faults (internal/testproxy,
+	// onceflow chaos). Default nil: TCP.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// dialTLS opens a connection with Client.Dial and, with TLS, runs TLS
+// over it (for franz-go clients, whose own TLS dial cannot take a dialer).
+func (c Client) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := c.Dial(ctx, network, addr)
+	if err != nil || c.TLS == nil {
+		return conn, err
+	}
+	cfg := c.TLS.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
 }
 
 // dialer adapts Client.Dial to sarama's proxy dialer.

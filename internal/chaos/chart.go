@@ -1,0 +1,103 @@
+package chaos
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// kindColors keep a fault kind's colour the same in every chart.
+var kindColors = map[string]color.RGBA{
+	FaultReplicaKill:  {R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	FaultReplicaPause: {R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	FaultBrokerKill:   {R: 0x00, G: 0x00, B: 0x00, A: 0xff},
+	FaultNetwork:      {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	FaultRequest:      {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+}
+
+// Chart draws the committed input records per second over the run (from
+// the throughput samples) with each fault as a band from its start to its
+// end, coloured by kind.
+func Chart(r Result) (*plot.Plot, error) {
+	p := plot.New()
+	verdict := "exactly-once held"
+	if !r.OK {
+		verdict = "VIOLATED"
+	}
+	p.Title.Text = fmt.Sprintf("onceflow chaos: %d events, %d lost, %d duplicated (%s)", r.Events, r.Lost, r.Duplicated, verdict)
+	p.X.Label.Text = "seconds since the start"
+	p.Y.Label.Text = "committed input records/s"
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	var rates plotter.XYs
+	peak := 0.0
+	for i := 1; i < len(r.Throughput); i++ {
+		a, b := r.Throughput[i-1], r.Throughput[i]
+		if dt := b.At - a.At; dt > 0 {
+			v := max(0, float64(b.Committed-a.Committed)/dt)
+			rates = append(rates, plotter.XY{X: b.At, Y: v})
+			peak = max(peak, v)
+		}
+	}
+	if peak == 0 {
+		peak = 1
+	}
+	top := peak * 1.15
+	seen := map[string]bool{}
+	for _, f := range r.Faults {
+		end := f.At + max(f.Seconds, 0.5)
+		band, err := plotter.NewPolygon(plotter.XYs{{X: f.At, Y: 0}, {X: end, Y: 0}, {X: end, Y: top}, {X: f.At, Y: top}})
+		if err != nil {
+			return nil, err
+		}
+		c := kindColors[f.Kind]
+		band.Color = color.RGBA{R: c.R, G: c.G, B: c.B, A: 0x40}
+		band.LineStyle.Width = 0
+		p.Add(band)
+		if !seen[f.Kind] {
+			seen[f.Kind] = true
+			p.Legend.Add(f.Kind, band)
+		}
+	}
+	if len(rates) > 0 {
+		l, err := plotter.NewLine(rates)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+		l.Width = vg.Points(1.2)
+		p.Add(l)
+		p.Legend.Add("committed/s", l)
+	}
+	p.Y.Min, p.Y.Max = 0, top
+	return p, nil
+}
+
+// WriteChart writes Chart as SVG to path.
+func WriteChart(r Result, path string) error {
+	p, err := Chart(r)
+	if err != nil {
+		return fmt.Errorf("chaos: chart: %w", err)
+	}
+	c := vgsvg.New(12*vg.Inch, 4.5*vg.Inch)
+	dc := draw.New(c)
+	white := dc
+	white.SetColor(color.White)
+	white.Fill(dc.Rectangle.Path())
+	p.Draw(dc)
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("chaos: chart: %w", err)
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("chaos: chart: %w", err)
+	}
+	return f.Close()
+}
