@@ -101,3 +101,30 @@ test-browser:
 CHAOS_DURATION ?= 60s
 chaos: build
 	bin/onceflow chaos --duration $(CHAOS_DURATION) $(if $(CHAOS_CLUSTER_DIR),--cluster-dir $(CHAOS_CLUSTER_DIR),--embedded) $(CHAOS_ARGS)
+
+# On a three-broker cluster that scripts/with-cluster.sh starts for the run
+# and stops afterwards (folder .kafka-cluster-run unless ONCEFLOW_KAFKA_DIR
+# says otherwise; KAFKA_PORT and KAFKA_CONTROLLER_PORT move its ports):
+#
+.PHONY: chaos-cluster test-cluster ci-cluster
+
+# chaos-cluster: onceflow chaos with every fault kind that applies
+# (replica kills and pauses, broker kills, network faults), CHAOS_DURATION
+# long, CHAOS_ARGS added.
+chaos-cluster: build
+	@scripts/with-cluster.sh sh -c 'bin/onceflow chaos --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CHAOS_DURATION) $(CHAOS_ARGS)'
+
+# test-cluster: the engine's real-Kafka tests of the state-loss scenarios
+# (a task moving while its changelog has a transaction open, markers not yet
+# written; a commit against a hung transaction coordinator, and a stop during
+# one; a killed owner, then two moves) and the transaction coordinator's
+# kill -9, where markers are written by other brokers than the coordinator.
+CLUSTER_TESTS ?= TestRestoreWaitsForOpenChangelogTransaction|TestRestoreIncludesCommitsBehindADeadProducersTransaction|TestFailedApplyRecreatesTheProducer|TestHungCoordinatorCommitTimesOut|TestStopWithHungCoordinatorIsBounded|TestKilledOwnerThenTwoMovesKeepCountsOnRealKafka|TestTxnCoordinatorKillOnCluster
+test-cluster:
+	@scripts/with-cluster.sh scripts/test-kafka.sh -run '$(CLUSTER_TESTS)' -v ./internal/engine/
+
+# ci-cluster: both on one cluster (what .ci/run runs): the tests, then a
+# 3-minute chaos run.
+CI_CHAOS_DURATION ?= 180s
+ci-cluster: build
+	@scripts/with-cluster.sh sh -c 'scripts/test-kafka.sh -run '"'"'$(CLUSTER_TESTS)'"'"' ./internal/engine/ && bin/onceflow chaos --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CI_CHAOS_DURATION) $(CHAOS_ARGS)'
