@@ -4,7 +4,8 @@
 // against a broker list, a cluster of scripts/kafka.sh, or the embedded
 // broker, and writes order events at a steady rate with duplicates,
 // conflicts and out-of-order versions (keeping the truth). For a set
-// duration, at seeded random intervals, it injects one fault at a time:
+// duration, at seeded random intervals, it injects one fault at a time,
+// the kinds dealt like a shuffled deck:
 //
 //   - replica-kill: SIGKILL a replica, start it again on its own state;
 //   - replica-pause: SIGSTOP a replica past the group's session timeout,
@@ -13,7 +14,14 @@
 //   - broker-kill (cluster only): kill -9 a broker (a third of the time
 //     the transaction coordinator of a replica's transactional id, a third
 //     the group's coordinator, both found with the admin client) and start
-//     it again on its data.
+//     it again on its data;
+//   - network: between one replica and one broker (each replica reaches
+//     each broker through a proxy of its own, package testproxy, named to
+//     it with run's hidden --dial-via flag), for a bounded time: latency,
+//     a hang (delivered late once healed) or resets;
+//   - request-fault (embedded only): the broker answers a replica's
+//     Produce, EndTxn or TxnOffsetCommit requests with errors, or late
+//     (kfake's control hooks).
 //
 // At the end it waits (bounded) until all input is committed, reads the
 // topics read_committed and checks them against the truth with package
