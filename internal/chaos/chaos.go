@@ -233,6 +233,7 @@ type runner struct {
 	net      *network       // with network faults
 	reqs     *requestFaults // with request faults
 	deck     []string       // fault kinds still to deal this round
+	aims     []string       // broker-kill aims still to deal this round
 
 	app, input, output, rejected string
 }

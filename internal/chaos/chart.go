@@ -3,12 +3,16 @@ package chaos
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
@@ -79,13 +83,29 @@ func Chart(r Result) (*plot.Plot, error) {
 	return p, nil
 }
 
-// WriteChart writes Chart as SVG to path.
+// WriteChart writes Chart as SVG to path, and as PNG beside it when path
+// ends in .svg (name.png).
 func WriteChart(r Result, path string) error {
+	w, h := 12*vg.Inch, 4.5*vg.Inch
+	if err := drawChart(r, vgsvg.New(w, h), path); err != nil {
+		return err
+	}
+	if filepath.Ext(path) == ".svg" {
+		return drawChart(r, vgimg.PngCanvas{Canvas: vgimg.New(w, h)}, strings.TrimSuffix(path, ".svg")+".png")
+	}
+	return nil
+}
+
+type canvasWriter interface {
+	vg.CanvasSizer
+	io.WriterTo
+}
+
+func drawChart(r Result, c canvasWriter, path string) error {
 	p, err := Chart(r)
 	if err != nil {
 		return fmt.Errorf("chaos: chart: %w", err)
 	}
-	c := vgsvg.New(12*vg.Inch, 4.5*vg.Inch)
 	dc := draw.New(c)
 	white := dc
 	white.SetColor(color.White)

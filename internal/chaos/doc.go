@@ -11,10 +11,10 @@
 //   - replica-pause: SIGSTOP a replica past the group's session timeout,
 //     then SIGCONT it: a zombie the group and the transaction coordinator
 //     must fence;
-//   - broker-kill (cluster only): kill -9 a broker (a third of the time
-//     the transaction coordinator of a replica's transactional id, a third
-//     the group's coordinator, both found with the admin client) and start
-//     it again on its data;
+//   - broker-kill (cluster only): kill -9 a broker (of every three, one
+//     the transaction coordinator of a replica's transactional id, one
+//     the group's coordinator, both found with the admin client, one any)
+//     and start it again on its data;
 //   - network: between one replica and one broker (each replica reaches
 //     each broker through a proxy of its own, package testproxy, named to
 //     it with run's hidden --dial-via flag), for a bounded time: latency,

@@ -102,15 +102,34 @@ func (r *runner) pauseReplica(ctx context.Context, f *Fault) error {
 	return err
 }
 
+// Whom a broker kill aims at.
+const (
+	aimTxnCoordinator   = "txn-coordinator"
+	aimGroupCoordinator = "group-coordinator"
+	aimAny              = "any"
+)
+
+// nextAim deals whom the next broker kill aims at from a shuffled deck of
+// the three, so every three broker kills include each once.
+func (r *runner) nextAim() string {
+	if len(r.aims) == 0 {
+		r.aims = []string{aimTxnCoordinator, aimGroupCoordinator, aimAny}
+		r.rnd.Shuffle(len(r.aims), func(i, j int) { r.aims[i], r.aims[j] = r.aims[j], r.aims[i] })
+	}
+	aim := r.aims[0]
+	r.aims = r.aims[1:]
+	return aim
+}
+
 // killBroker kills a broker with SIGKILL and starts it again on its data
-// after 2 to 10 s. A third of the time it is the transaction coordinator
-// of a replica's transactional id, a third the group's coordinator, a
-// third any broker.
+// after 2 to 10 s. Of every three broker kills, one aims at the
+// transaction coordinator of a replica's transactional id, one at the
+// group's coordinator, one at any broker.
 func (r *runner) killBroker(ctx context.Context, f *Fault) error {
 	node := int32(1 + r.rnd.IntN(r.cluster.nodes))
 	role := "a broker chosen at random"
-	switch r.rnd.IntN(3) {
-	case 0:
+	switch r.nextAim() {
+	case aimTxnCoordinator:
 		rep := r.reps[r.rnd.IntN(len(r.reps))]
 		txnID := r.app + "-" + rep.name
 		coord, err := txnCoordinator(ctx, r.adm, txnID)
@@ -119,7 +138,7 @@ func (r *runner) killBroker(ctx context.Context, f *Fault) error {
 		}
 		node, role = coord, "the transaction coordinator of "+txnID
 		r.res.CoordinatorKills++
-	case 1:
+	case aimGroupCoordinator:
 		coord, err := groupCoordinator(ctx, r.adm, r.app)
 		if err != nil {
 			return err

@@ -287,6 +287,8 @@ func (p *Proxy) accept(ln net.Listener, target string) {
 			defer p.wg.Done()
 			server, err := net.Dial("tcp", target)
 			if err != nil {
+				// As close as a proxy gets to the target's refusal.
+				setLingerZero(client)
 				client.Close()
 				return
 			}
