@@ -35,11 +35,12 @@ type CLI struct {
 	DLQ      DLQCmd      `cmd:"" name:"dlq" help:"Inspect a sink's dead letters."`
 	Receiver ReceiverCmd `cmd:"" help:"Run a webhook receiver that applies each idempotency key once and misbehaves on purpose (for demos and tests)."`
 
-	Run      RunCmd      `cmd:"" help:"Run one replica of a built-in topology until SIGINT or SIGTERM."`
-	Describe DescribeCmd `cmd:"" help:"Print a built-in topology's graph: sources, nodes, stores, gates, sinks and topics, as text or Mermaid."`
-	Probe    ProbeCmd    `cmd:"" help:"GET a URL and exit 0 on 2xx: a container health check (e.g. http://127.0.0.1:9100/healthz)."`
-	Demo     DemoCmd     `cmd:"" help:"The main job on the embedded broker: produce, run three replicas, kill one, verify exactly-once."`
-	Chaos    ChaosCmd    `cmd:"" help:"Run three replicas under random replica kills, pauses and broker kills; verify nothing was lost or doubled."`
+	Run       RunCmd       `cmd:"" help:"Run one replica of a built-in topology until SIGINT or SIGTERM."`
+	Describe  DescribeCmd  `cmd:"" help:"Print a built-in topology's graph: sources, nodes, stores, gates, sinks and topics, as text or Mermaid."`
+	Probe     ProbeCmd     `cmd:"" help:"GET a URL and exit 0 on 2xx: a container health check (e.g. http://127.0.0.1:9100/healthz)."`
+	Demo      DemoCmd      `cmd:"" help:"The main job on the embedded broker: produce, run three replicas, kill one, verify exactly-once."`
+	Pageviews PageviewsCmd `cmd:"" help:"The windowed example's input and check: produce page views with their truth, verify the final counts."`
+	Chaos     ChaosCmd     `cmd:"" help:"Run three replicas under random replica kills, pauses and broker kills; verify nothing was lost or doubled."`
 }
 
 func main() {

@@ -22,8 +22,9 @@ import (
 
 // RunCmd runs one replica of a built-in topology until SIGINT or SIGTERM.
 type RunCmd struct {
-	Copy   RunCopyCmd   `cmd:"" help:"The copy topology: every input record to the output, key and value unchanged, with a lineage header."`
-	Orders RunOrdersCmd `cmd:"" help:"The orders topology: dedup by event id, version gate per order, per-customer totals."`
+	Copy      RunCopyCmd      `cmd:"" help:"The copy topology: every input record to the output, key and value unchanged, with a lineage header."`
+	Orders    RunOrdersCmd    `cmd:"" help:"The orders topology: dedup by event id, version gate per order, per-customer totals."`
+	Pageviews RunPageviewsCmd `cmd:"" help:"The pageviews topology: final view counts per user per hour, 5 minutes of grace."`
 }
 
 // RunOrdersCmd is `onceflow run orders`.
