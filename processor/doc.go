@@ -45,6 +45,8 @@
 //	onceflow_transaction_interval_seconds    the commit interval in force (CommitInterval, or less)
 //	onceflow_transaction_shrinks_total       transactions halved: a commit neared its deadline
 //	onceflow_transaction_grows_total         transactions doubled back after healthy commits
+//	onceflow_hanging_transactions_total      checks that found the transactional id's transaction open past its timeout + 30 s
+//	onceflow_hanging_transaction_recoveries_total  producers created again to abort a hanging transaction
 //	onceflow_state_bytes{store,task}         estimated bytes of a store of a task in the state's files (every 30 s)
 //	onceflow_state_disk_bytes                bytes of the state's files (tables, log, manifest)
 //	onceflow_state_memtable_bytes            bytes of state in memtables, not in onceflow_state_bytes yet

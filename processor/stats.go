@@ -47,6 +47,11 @@ type Stats struct {
 	// deadline; TransactionGrows the times they were made larger again
 	// after healthy commits (see Status.TransactionRecordsLimit).
 	TransactionShrinks, TransactionGrows int64
+	// HangingTransactions is the checks that found the replica's
+	// transactional id with a transaction open past the transaction
+	// timeout plus 30 s; HangRecoveries the producers created again to
+	// abort one (at most 3 in a row).
+	HangingTransactions, HangRecoveries int64
 }
 
 func statsOf(s engine.Stats) Stats {
@@ -58,5 +63,6 @@ func statsOf(s engine.Stats) Stats {
 		ChangelogRecords: s.ChangelogRecords, ChangesCollapsed: s.ChangesCollapsed,
 		Purges: s.Purges, CommitTimeouts: s.CommitTimeouts,
 		TransactionShrinks: s.TransactionShrinks, TransactionGrows: s.TransactionGrows,
+		HangingTransactions: s.HangingTransactions, HangRecoveries: s.HangRecoveries,
 	}
 }

@@ -22,7 +22,7 @@ func TestWriteStatusPage(t *testing.T) {
 			{Task: "0_0", Topic: "orders", Partition: 0, State: processor.TaskRunning, Lag: 12, RecordsIn: 340},
 			{Task: "0_1", Topic: "orders", Partition: 1, State: processor.TaskStalled, Lag: 9001, RecordsIn: 2, Pending: 3 * time.Minute},
 		},
-		Stats:                   processor.Stats{TransactionShrinks: 3, TransactionGrows: 0, Committed: 41, Aborted: 3, RecordsIn: 342, RecordsOut: 300, Restored: 5},
+		Stats:                   processor.Stats{TransactionShrinks: 3, TransactionGrows: 0, HangingTransactions: 2, HangRecoveries: 1, Committed: 41, Aborted: 3, RecordsIn: 342, RecordsOut: 300, Restored: 5},
 		TransactionRecordsLimit: 125, TransactionInterval: 12500 * time.Microsecond, TransactionShrunk: true,
 		TransactionRate: 9.5, LastCommitLatency: 7200 * time.Millisecond, TransactionTimeout: 8 * time.Second, AbortsSinceCommit: 2,
 		Rejections: map[string]int64{"duplicate": 4, "stale": 0},
@@ -62,6 +62,7 @@ func TestWriteStatusPage(t *testing.T) {
 		"5.5 MiB on disk, 2.0 KiB in memory",
 		`<td class="n warn">125 / 12.5ms (shrunk: commits near their deadline)</td>`,
 		`<td class="n warn">3 / 0</td>`,
+		`<td class="n bad">2 / 1</td>`,
 		`<td>orders-dedup</td><td>0_0</td><td class="n">512 B</td>`,
 		`<td>orders-totals</td><td>0_1</td><td class="n">3.0 MiB</td>`,
 	} {

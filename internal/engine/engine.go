@@ -135,6 +135,7 @@ type Engine struct {
 
 	ready   atomic.Bool
 	crashed atomic.Bool
+	reinit  atomic.Bool // create the producer again before the next session (a hanging transaction)
 	mu      struct {
 		sync.Mutex
 		cancelSession context.CancelFunc
@@ -267,11 +268,28 @@ func (e *Engine) run(ctx context.Context) error {
 		defer close(watched)
 		e.watch(wctx, ticker.C)
 	}()
+	hung := make(chan struct{})
+	if e.cfg.ExactlyOnce {
+		hangTicker := time.NewTicker(e.hangCheckInterval())
+		defer hangTicker.Stop()
+		go func() {
+			defer close(hung)
+			e.hangWatch(wctx, hangTicker.C)
+		}()
+	} else {
+		close(hung)
+	}
 	err = e.loop(ctx)
 	stopWatch()
 	ticker.Stop()
 	<-watched
 	e.shutdown()
+	// A check still waiting for a coordinator that does not answer ends
+	// when the admin client closes; the stop does not wait for it longer.
+	select {
+	case <-hung:
+	case <-time.After(100 * time.Millisecond):
+	}
 	select {
 	case <-drained:
 	case <-time.After(closeGrace):
@@ -283,6 +301,11 @@ func (e *Engine) run(ctx context.Context) error {
 func (e *Engine) loop(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
+		if e.reinit.Swap(false) && e.producer != nil {
+			e.closeProducer(e.producer)
+			e.producer = nil
+			e.m.recreations.Inc()
+		}
 		if e.producer == nil {
 			p, err := e.newProducer(ctx)
 			if err != nil {

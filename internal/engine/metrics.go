@@ -32,6 +32,8 @@ type Stats struct {
 	CommitTimeouts      int64 // transaction steps that ran past the commit timeout (each dropped the producer)
 	TransactionShrinks  int64 // times transactions were made smaller: a commit neared its deadline
 	TransactionGrows    int64 // times transactions were made larger again after healthy commits
+	HangingTransactions int64 // checks that found the transactional id's transaction hanging
+	HangRecoveries      int64 // producers created again to abort a hanging transaction
 }
 
 // snapshot reads Stats from the metrics: each event is counted once, in
@@ -56,6 +58,8 @@ func (m *metrics) snapshot() Stats {
 		CommitTimeouts:      promread.Total(m.commitTimeouts),
 		TransactionShrinks:  promread.Total(m.txnShrinks),
 		TransactionGrows:    promread.Total(m.txnGrows),
+		HangingTransactions: promread.Total(m.hangingTxns),
+		HangRecoveries:      promread.Total(m.hangRecoveries),
 	}
 }
 
@@ -97,6 +101,8 @@ type metrics struct {
 	txnInterval     prometheus.Gauge
 	txnShrinks      prometheus.Counter
 	txnGrows        prometheus.Counter
+	hangingTxns     prometheus.Counter
+	hangRecoveries  prometheus.Counter
 }
 
 // lag is the gauge of one input partition's lag.
@@ -177,6 +183,8 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 	m.txnInterval = gauge("onceflow_transaction_interval_seconds", "The commit interval in force: the configured value, or less while commits near their deadline.")
 	m.txnShrinks = counter("onceflow_transaction_shrinks_total", "Times transactions were made smaller (half the records and interval) because a commit neared its deadline.")
 	m.txnGrows = counter("onceflow_transaction_grows_total", "Times transactions were made larger again (twice the records and interval, up to the configured values) after healthy commits.")
+	m.hangingTxns = counter("onceflow_hanging_transactions_total", "Checks that found the replica's transactional id with a transaction open past the transaction timeout plus 30 s.")
+	m.hangRecoveries = counter("onceflow_hanging_transaction_recoveries_total", "Producers created again to abort a hanging transaction (at most 3 in a row).")
 	v, rev := version.Module()
 	m.buildInfo.WithLabelValues(v, rev, runtime.Version()).Set(1)
 	// Series that exist at zero, so a rate or an alert sees them before
@@ -197,7 +205,7 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 		for _, c := range []prometheus.Collector{m.recordsIn, m.recordsOut, m.rejected, m.transactions, m.commitLatency,
 			m.recordsPerTxn, m.recreations, m.rebalances, m.rebalanceTime, m.assignedTasks, m.commitFailures, m.restored, m.restoreTime, m.stateChanges, m.skewed,
 			m.commitTimeouts, m.stalled, m.oldestPending, m.wipes, m.dropped, m.expired, m.purges, m.restoreWaits, m.consumerLag, m.buildInfo, m.txnTimeout, m.slowCommits,
-			m.stateBytes, m.stateDisk, m.stateMemTable, m.txnRecordsLimit, m.txnInterval, m.txnShrinks, m.txnGrows} {
+			m.stateBytes, m.stateDisk, m.stateMemTable, m.txnRecordsLimit, m.txnInterval, m.txnShrinks, m.txnGrows, m.hangingTxns, m.hangRecoveries} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -16,10 +16,7 @@ import (
 // creation hangs on a coordinator that does not answer (that producer is
 // closed when it arrives).
 func (e *Engine) newProducer(ctx context.Context) (*kafka.Producer, error) {
-	txnID := ""
-	if e.cfg.ExactlyOnce {
-		txnID = e.cfg.AppID + "-" + e.cfg.InstanceID
-	}
+	txnID := e.transactionalID()
 	type result struct {
 		p   *kafka.Producer
 		err error
