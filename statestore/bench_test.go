@@ -53,3 +53,73 @@ func BenchmarkTxnPutApply(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEventPattern runs the state accesses of one orders event per
+// iteration, through a Scope as the runtime does: a dedup lookup and entry
+// for a new event id, then a read and a write of three keyed stores (a new
+// order's version and amount, one of 200 customers' totals), with an Apply
+// every 5,000 events spread over six tasks, as a transaction of the orders
+// benchmark is. ns/op is the state's share of an event's CPU.
+func BenchmarkEventPattern(b *testing.B) {
+	db := openT(b, b.TempDir(), Options{NoSync: true, DedupStores: []string{"event-ids"}})
+	const perTxn = 5000
+	b.ReportAllocs()
+	var (
+		tx    *Txn
+		scope Scope
+		off   int64
+		key   []byte
+		val   = make([]byte, 8)
+	)
+	offsets := map[StoreTask]int64{}
+	now := time.UnixMilli(1_700_000_000_000)
+	i := 0
+	for b.Loop() {
+		if tx == nil {
+			tx = db.Begin()
+		}
+		task := Task{SubTopology: 0, Partition: int32(i % 6)}
+		scope.Reset(tx, task)
+		key = fmt.Appendf(key[:0], "event-%012d", i)
+		if _, ok, err := scope.GetDedup("event-ids", key); err != nil || ok {
+			b.Fatal(ok, err)
+		}
+		if err := scope.PutDedup("event-ids", key, DedupEntry{FirstSeen: now, Source: "orders/0/1", PayloadHash: [32]byte{1}}); err != nil {
+			b.Fatal(err)
+		}
+		for _, k := range []struct {
+			store string
+			key   []byte
+		}{
+			{"order-versions", fmt.Appendf(nil, "order-%010d", i)},
+			{"order-amounts", fmt.Appendf(nil, "order-%010d", i)},
+			{"customer-totals", fmt.Appendf(nil, "customer-%04d", i%200)},
+		} {
+			if _, _, err := scope.Get(k.store, k.key); err != nil {
+				b.Fatal(err)
+			}
+			if err := scope.Put(k.store, k.key, val); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := scope.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		i++
+		if i%perTxn == 0 {
+			off++
+			for _, s := range []string{"event-ids", "order-versions", "order-amounts", "customer-totals"} {
+				for p := range int32(6) {
+					offsets[StoreTask{s, Task{SubTopology: 0, Partition: p}}] = off
+				}
+			}
+			if err := tx.Apply(offsets); err != nil {
+				b.Fatal(err)
+			}
+			tx = nil
+		}
+	}
+	if tx != nil {
+		tx.Discard()
+	}
+}

@@ -66,10 +66,16 @@ func (c *readCache) fill(key []byte, v []byte, ok bool, epoch uint64) {
 	c.setLocked(string(key), cachedValue{v: v, ok: ok})
 }
 
+// setLocked puts key in the new generation. An entry of key in the old
+// generation may stay: lookups take the new generation first, and the old
+// one is only ever dropped, never promoted whole. So a write needs no
+// delete from the old generation, a lookup that would miss in a big map.
 func (c *readCache) setLocked(key string, v cachedValue) {
-	if _, ok := c.cur[key]; !ok && len(c.cur) >= c.limit {
-		c.old = c.cur
-		c.cur = make(map[string]cachedValue, c.limit)
+	if len(c.cur) >= c.limit {
+		if _, ok := c.cur[key]; !ok {
+			c.old = c.cur
+			c.cur = make(map[string]cachedValue, c.limit)
+		}
 	}
 	c.cur[key] = v
 }
@@ -81,7 +87,6 @@ func (c *readCache) update(entries iter.Seq2[string, cachedValue]) {
 	defer c.mu.Unlock()
 	c.epoch++
 	for k, v := range entries {
-		delete(c.old, k)
 		c.setLocked(k, v)
 	}
 }

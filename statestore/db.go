@@ -26,6 +26,11 @@ type DB struct {
 	dedup  map[string]bool
 	cache  *readCache // nil: off
 	closed atomic.Bool
+	// sizedKeys and sizedChanges are how many data keys and changes the
+	// last applied Txn staged: a new Txn starts its map and list that big,
+	// so a transaction like the last one does not grow them (rehashing and
+	// copying) several times over.
+	sizedKeys, sizedChanges atomic.Int64
 }
 
 // Open opens (creating if needed) the state database in dir. An empty dir

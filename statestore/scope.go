@@ -175,22 +175,23 @@ func (s *Scope) Range(store string, start, end []byte, fn func(key, value []byte
 }
 
 // Commit moves the scope's writes into the Txn, in order, and empties the
-// scope. On an error the Txn may hold some of them: the runtime then
-// discards the whole transaction.
+// scope. The Txn keeps the scope's copies of keys and values (they are
+// never modified; Rollback and Drop only forget them). On an error the Txn
+// may hold some of them: the runtime then discards the whole transaction.
 func (s *Scope) Commit() error {
 	for i := range s.ops {
 		o := &s.ops[i]
-		var err error
-		switch {
-		case o.tombstone:
-			err = s.t.Delete(o.store, s.task, o.key)
-		case o.dedup:
-			var st StoreTask
-			if st, err = s.t.checkDedup(o.store, s.task); err == nil {
-				err = s.t.stage(st, o.key, o.value, false, o.fresh)
-			}
-		default:
-			err = s.t.Put(o.store, s.task, o.key, o.value)
+		var (
+			st  StoreTask
+			err error
+		)
+		if o.dedup {
+			st, err = s.t.checkDedup(o.store, s.task)
+		} else {
+			st, err = s.t.checkStoreTask(o.store, s.task)
+		}
+		if err == nil {
+			err = s.t.stageOwned(st, o.key, o.value, o.tombstone, o.dedup && o.fresh)
 		}
 		if err != nil {
 			return err

@@ -50,6 +50,12 @@ func (db *DB) Begin() *Txn {
 	if db.check() == nil {
 		t.b = db.pdb.NewIndexedBatch()
 	}
+	if n := db.sizedKeys.Load(); n > 0 {
+		t.staged = make(map[string]cachedValue, n)
+	}
+	if n := db.sizedChanges.Load(); n > 0 {
+		t.changes = make([]Change, 0, n)
+	}
 	return t
 }
 
@@ -121,20 +127,31 @@ func (t *Txn) Delete(store string, task Task, key []byte) error {
 
 // stage writes one key; absent says the caller knows the key has no value
 // in this transaction's view (a dedup store then skips reading it back).
+// key and value are copied.
 func (t *Txn) stage(st StoreTask, key, value []byte, tombstone, absent bool) error {
+	buf := make([]byte, len(key)+len(value))
+	k := buf[:len(key):len(key)]
+	copy(k, key)
+	var v []byte
+	if !tombstone {
+		v = buf[len(key):]
+		copy(v, value)
+	}
+	return t.stageOwned(st, k, v, tombstone, absent)
+}
+
+// stageOwned is stage for a key and value the Txn may keep: nobody
+// modifies them afterwards (a Scope's own copies, handed over at Commit).
+func (t *Txn) stageOwned(st StoreTask, key, value []byte, tombstone, absent bool) error {
 	t.key = append(appendPrefix(t.key[:0], kindData, st), key...)
 	var err error
 	t.ikey, err = t.db.write(t.b, st, t.key, value, tombstone, absent, t.ikey)
 	if err != nil {
 		return err
 	}
-	c := Change{Store: st.Store, Task: st.Task, Tombstone: tombstone}
-	buf := make([]byte, len(key)+len(value))
-	c.Key = buf[:len(key):len(key)]
-	copy(c.Key, key)
+	c := Change{Store: st.Store, Task: st.Task, Key: key, Tombstone: tombstone}
 	if !tombstone {
-		c.Value = buf[len(key):]
-		copy(c.Value, value)
+		c.Value = value
 	}
 	t.changes = append(t.changes, c)
 	if t.staged == nil {
@@ -224,8 +241,14 @@ func (t *Txn) Apply(offsets map[StoreTask]int64) error {
 	if c := t.db.cache; c != nil {
 		c.update(maps.All(t.staged))
 	}
+	t.db.sizedKeys.Store(int64(min(len(t.staged), maxSized)))
+	t.db.sizedChanges.Store(int64(min(len(t.changes), maxSized)))
 	return nil
 }
+
+// maxSized bounds the size a Txn's map of staged keys and its list of
+// changes start at.
+const maxSized = 1 << 18
 
 // Discard drops every staged change and finishes the Txn. It is a no-op on a
 // finished Txn.
