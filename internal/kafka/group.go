@@ -177,6 +177,7 @@ func (a *adapter) Cleanup(s sarama.ConsumerGroupSession) error {
 func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	ctx := s.Context()
 	msgs := claim.Messages()
+	var c converter
 	for {
 		var m *sarama.ConsumerMessage
 		var ok bool
@@ -190,7 +191,7 @@ func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 		}
 		b := Batch{Topic: claim.Topic(), Partition: claim.Partition(), Records: make([]Record, 0, min(a.g.batchSize, 1+len(msgs))),
 			HighWaterMark: claim.HighWaterMarkOffset()}
-		b.Records = append(b.Records, convert(m))
+		b.Records = append(b.Records, c.convert(m))
 	fill:
 		for len(b.Records) < a.g.batchSize {
 			select {
@@ -198,7 +199,7 @@ func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 				if !ok {
 					break fill
 				}
-				b.Records = append(b.Records, convert(m))
+				b.Records = append(b.Records, c.convert(m))
 			default:
 				break fill
 			}
@@ -214,13 +215,47 @@ func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 	}
 }
 
-func convert(m *sarama.ConsumerMessage) Record {
+// converter turns sarama's records into the engine's, for one claim. Header
+// keys repeat from record to record: each distinct key is made a string
+// once. Headers of one batch share one backing array.
+type converter struct {
+	keys    map[string]string
+	headers []record.Header // free room of the batch's backing array
+}
+
+// headerSlab is how many headers one backing array holds.
+const headerSlab = 256
+
+func (c *converter) convert(m *sarama.ConsumerMessage) Record {
 	r := Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp}
-	if len(m.Headers) > 0 {
-		r.Headers = make([]record.Header, len(m.Headers))
-		for i, h := range m.Headers {
-			r.Headers[i] = record.Header{Key: string(h.Key), Value: h.Value}
-		}
+	n := len(m.Headers)
+	if n == 0 {
+		return r
 	}
+	if len(c.headers) < n {
+		c.headers = make([]record.Header, max(n, headerSlab))
+	}
+	hs := c.headers[:n:n] // full slice expression: appending to it copies
+	c.headers = c.headers[n:]
+	for i, h := range m.Headers {
+		hs[i] = record.Header{Key: c.key(h.Key), Value: h.Value}
+	}
+	r.Headers = hs
 	return r
+}
+
+// key returns k as a string, the same string for the same bytes.
+func (c *converter) key(k []byte) string {
+	if s, ok := c.keys[string(k)]; ok {
+		return s
+	}
+	if c.keys == nil {
+		c.keys = map[string]string{}
+	}
+	if len(c.keys) >= 64 {
+		clear(c.keys) // keys that vary per record: do not hold them all
+	}
+	s := string(k)
+	c.keys[s] = s
+	return s
 }

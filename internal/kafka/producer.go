@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/IBM/sarama"
 
@@ -216,31 +217,42 @@ func (p *Producer) Send(m *Message) {
 	p.ap.Input() <- pm
 }
 
+// outMessage is a sarama message with room for what it points to: its key
+// and value encoders and the first headers. One allocation per record
+// instead of one for each of them.
+type outMessage struct {
+	pm         sarama.ProducerMessage
+	key, value sarama.ByteEncoder
+	headers    [2]sarama.RecordHeader
+}
+
 // message converts m for sarama and tags it with the current generation.
+// The message refers to m's bytes (sarama only reads them); header keys are
+// viewed as bytes without a copy.
 func (p *Producer) message(m *Message) *sarama.ProducerMessage {
-	pm := &sarama.ProducerMessage{
-		Topic:     m.Topic,
-		Partition: m.Partition,
-		Key:       sarama.ByteEncoder(m.Key),
-		Value:     sarama.ByteEncoder(m.Value),
-		Timestamp: m.Timestamp,
+	o := &outMessage{key: m.Key, value: m.Value}
+	pm := &o.pm
+	pm.Topic, pm.Partition, pm.Timestamp = m.Topic, m.Partition, m.Timestamp
+	if m.Key != nil {
+		pm.Key = &o.key
 	}
-	if m.Key == nil {
-		pm.Key = nil
-	}
-	if m.Value == nil {
-		pm.Value = nil
+	if m.Value != nil {
+		pm.Value = &o.value
 	}
 	if n := len(m.Headers); n > 0 || m.Source != nil {
 		if m.Source != nil {
 			n++
 		}
-		pm.Headers = make([]sarama.RecordHeader, 0, n)
+		if n <= len(o.headers) {
+			pm.Headers = o.headers[:0]
+		} else {
+			pm.Headers = make([]sarama.RecordHeader, 0, n)
+		}
 		for _, h := range m.Headers {
 			if m.Source != nil && h.Key == SourceHeader {
 				continue
 			}
-			pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+			pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: unsafe.Slice(unsafe.StringData(h.Key), len(h.Key)), Value: h.Value})
 		}
 		if m.Source != nil {
 			pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: sourceHeaderKey, Value: m.Source})
