@@ -171,14 +171,25 @@ func (d *driver) sourceBytes() []byte {
 			}
 		}
 	}
-	b := make([]byte, 0, len(r.Topic)+24)
-	b = append(b, r.Topic...)
+	need := len(r.Topic) + 2 + 2*20
+	if cap(d.lineageArena)-len(d.lineageArena) < need {
+		d.lineageArena = make([]byte, 0, max(lineageChunk, need))
+	}
+	start := len(d.lineageArena)
+	b := append(d.lineageArena, r.Topic...)
 	b = append(b, '/')
 	b = strconv.AppendInt(b, int64(r.Partition), 10)
 	b = append(b, '/')
-	d.lineageBytes = strconv.AppendInt(b, r.Offset, 10)
+	b = strconv.AppendInt(b, r.Offset, 10)
+	d.lineageArena = b
+	d.lineageBytes = b[start:len(b):len(b)]
 	return d.lineageBytes
 }
+
+// lineageChunk is the size of the arrays lineages are cut from: one
+// allocation per some hundred records instead of one per record. A chunk
+// is freed when no message refers to any lineage in it.
+const lineageChunk = 16 << 10
 
 // Emit implements graph.Emitter: it buffers one output with its lineage.
 // The headers are the record's own (shared, never modified); the producer

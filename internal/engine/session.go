@@ -119,6 +119,7 @@ type driver struct {
 	pending      tally           // what the open transaction will count when it commits
 	lineage      string
 	lineageBytes []byte
+	lineageArena []byte // free room of the current lineage chunk
 	gctx         graph.Context
 	input        graph.Input
 	inRecord     *kafka.Record
