@@ -19,6 +19,8 @@ func (d *driver) process(b kafka.Batch) {
 		return
 	}
 	e := d.e
+	d.batchNow = e.cfg.Now()
+	defer func() { d.batchNow = time.Time{} }()
 	d.noteStart(b)
 	src := e.g.Source(b.Topic)
 	sub := e.g.SubTopologyOf(b.Topic)

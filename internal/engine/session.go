@@ -119,7 +119,8 @@ type driver struct {
 	pending      tally           // what the open transaction will count when it commits
 	lineage      string
 	lineageBytes []byte
-	lineageArena []byte // free room of the current lineage chunk
+	lineageArena []byte    // free room of the current lineage chunk
+	batchNow     time.Time // the clock when the batch being processed began; zero outside one
 	gctx         graph.Context
 	input        graph.Input
 	inRecord     *kafka.Record

@@ -85,6 +85,7 @@ func (d *driver) produceChanges() {
 		}
 	}
 	sent := len(d.seen)
+	now := time.Now()
 	collapsed := len(chunk) - sent
 	for i, c := range chunk {
 		if !d.send[i] {
@@ -95,7 +96,7 @@ func (d *driver) produceChanges() {
 		if !c.Tombstone {
 			value = c.Value
 		}
-		d.p.Send(&kafka.Message{Topic: s.topic, Partition: c.Task.Partition, Key: c.Key, Value: value, Track: true, Timestamp: time.Now()})
+		d.p.Send(&kafka.Message{Topic: s.topic, Partition: c.Task.Partition, Key: c.Key, Value: value, Track: true, Timestamp: now})
 	}
 	d.changesSent = len(changes)
 	d.e.m.stateChanges.WithLabelValues("sent").Add(float64(sent))
