@@ -59,9 +59,9 @@ type Status struct {
 	// Sinks are the delivery counts of the topology's external sinks.
 	Sinks []SinkStatus
 	// State is the local state's size per store and task, measured every
-	// 30 s from the state's files (writes still in memory are counted in
-	// StateMemTableBytes only); StateDiskBytes is the size of all its
-	// files.
+	// 30 s (exactly for a store under 16 MiB, else Pebble's estimate of its
+	// files); StateDiskBytes is the size of all the state's files and
+	// StateMemTableBytes what its memtables allocated.
 	State                              []StoreStatus
 	StateDiskBytes, StateMemTableBytes int64
 }

@@ -59,7 +59,7 @@ func TestWriteStatusPage(t *testing.T) {
 		`<td>stale</td><td class="n">0</td>`,
 		`<td>mail</td><td class="n">10</td><td class="n warn">1</td>`,
 		"done (5 records restored)",
-		"5.5 MiB on disk, 2.0 KiB in memory",
+		"5.5 MiB of files on disk, 2.0 KiB of memtables",
 		`<td class="n warn">125 / 12.5ms (shrunk: commits near their deadline)</td>`,
 		`<td class="n warn">3 / 0</td>`,
 		`<td class="n bad">2 / 1</td>`,

@@ -30,13 +30,46 @@ func (db *DB) Size(store string, task Task) (uint64, error) {
 	return total, nil
 }
 
+// LiveBytes counts the bytes of the keys and values of store's keyspace of
+// task (and of its expiry index, for a dedup store) as a read sees them:
+// exact, writes still in the memtable included, deleted keys not. It reads
+// every key, so it stops once it has counted more than limit bytes and
+// reports complete false.
+func (db *DB) LiveBytes(store string, task Task, limit int64) (n int64, complete bool, err error) {
+	if err := db.check(); err != nil {
+		return 0, false, err
+	}
+	st := StoreTask{store, task}
+	if err := st.validate(); err != nil {
+		return 0, false, err
+	}
+	complete = true
+	for _, kind := range []byte{kindData, kindDedupIndex} {
+		p := appendPrefix(nil, kind, st)
+		err := scan(db.pdb, p, nil, nil, func(k, v []byte) bool {
+			n += int64(len(p) + len(k) + len(v))
+			if n > limit {
+				complete = false
+			}
+			return complete
+		})
+		if err != nil {
+			return n, false, fmt.Errorf("statestore: live bytes of %s: %w", st, err)
+		}
+		if !complete {
+			break
+		}
+	}
+	return n, complete, nil
+}
+
 // Usage is the footprint of the whole database.
 type Usage struct {
 	// Disk is the bytes of the database's files: tables, write-ahead log,
 	// manifest (for an in-memory database, the same files held in memory).
 	Disk uint64
-	// MemTable is the bytes held in memtables: writes not flushed to a
-	// table yet, which Size does not see.
+	// MemTable is the bytes allocated by memtables, which hold the writes
+	// not flushed to a table yet (Size does not see them).
 	MemTable uint64
 }
 

@@ -40,6 +40,9 @@ func TestSizePerKeyspace(t *testing.T) {
 	if n, err := db.Size("totals", big); err != nil || n != 0 {
 		t.Errorf("size before the flush: %d, %v; want 0 (the memtable is not counted)", n, err)
 	}
+	if live, complete, err := db.LiveBytes("totals", big, 1<<20); err != nil || !complete || live < 200*1000 {
+		t.Errorf("live bytes before the flush: %d, %v, %v; want the memtable's writes counted", live, complete, err)
+	}
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +65,16 @@ func TestSizePerKeyspace(t *testing.T) {
 	}
 	if u, err = db.Usage(); err != nil || u.Disk < 200*1000 {
 		t.Errorf("disk bytes after the flush: %d, %v; want at least 200 KB", u.Disk, err)
+	}
+	live, complete, err := db.LiveBytes("totals", big, 1<<20)
+	if want := int64(200 * (prefixLen(StoreTask{"totals", big}) + 5 + 1000)); err != nil || !complete || live != want {
+		t.Errorf("live bytes of totals/0_1: %d, complete %v, %v; want %d", live, complete, err, want)
+	}
+	if live, complete, err := db.LiveBytes("totals", big, 10_000); err != nil || complete || live <= 10_000 || live > 12_000 {
+		t.Errorf("live bytes with a 10 KB limit: %d, complete %v, %v; want just past the limit, incomplete", live, complete, err)
+	}
+	if live, complete, err := db.LiveBytes("totals", Task{0, 3}, 1<<20); err != nil || !complete || live != 0 {
+		t.Errorf("live bytes of a task never written: %d, %v, %v", live, complete, err)
 	}
 	if _, err := db.Size("", big); err == nil {
 		t.Error("Size of an unnamed store: no error")

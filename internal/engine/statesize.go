@@ -18,6 +18,15 @@ import (
 // stateSizeInterval is how often the local state's size is measured.
 const stateSizeInterval = 30 * time.Second
 
+// Keyspaces whose tables Pebble estimates below exactLimit are measured
+// exactly, by reading their keys (writes still in the memtable, which the
+// estimate misses, included), as long as one measurement has read less
+// than exactBudget.
+const (
+	exactLimit  = 16 << 20
+	exactBudget = 64 << 20
+)
+
 // stateSizes remembers which (store, task) series the state-size gauge
 // has, so that a task whose state is gone loses its series.
 type stateSizes struct {
@@ -64,11 +73,12 @@ func (e *Engine) measureState() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := map[statestore.StoreTask]bool{}
+	budget := int64(exactBudget)
 	for _, st := range append(kept, s.mu.owned...) {
 		if now[st] {
 			continue
 		}
-		n, err := e.db.Size(st.Store, st.Task)
+		n, err := e.storeBytes(st, &budget)
 		if err != nil {
 			e.log.Warn("cannot measure a store", "store", st.Store, "task", st.Task.String(), "error", err)
 			continue
@@ -86,6 +96,21 @@ func (e *Engine) measureState() {
 		e.m.stateDisk.Set(float64(u.Disk))
 		e.m.stateMemTable.Set(float64(u.MemTable))
 	}
+}
+
+// storeBytes measures one store of one task: exactly while small and
+// within budget (which it spends), else Pebble's estimate of its tables.
+func (e *Engine) storeBytes(st statestore.StoreTask, budget *int64) (int64, error) {
+	est, err := e.db.Size(st.Store, st.Task)
+	if err != nil || est >= exactLimit || *budget <= 0 {
+		return int64(est), err
+	}
+	n, complete, err := e.db.LiveBytes(st.Store, st.Task, min(*budget, exactLimit))
+	*budget -= n
+	if err != nil || !complete {
+		return int64(est), err
+	}
+	return n, nil
 }
 
 // StoreSize is the measured size of one store of one task.
