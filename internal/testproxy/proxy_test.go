@@ -185,3 +185,30 @@ func TestBlackholeDarkensAtKey(t *testing.T) {
 		t.Errorf("%d connections accepted, want 1", n)
 	}
 }
+
+// A target that refuses the proxy's dial is passed on as a reset, the
+// nearest a listening proxy gets to a refusal: a client that saw a clean
+// close at once would take it for a TLS or SASL mismatch (franz-go does
+// not retry a first-read EOF) instead of a broker that is down.
+func TestRefusedTargetResetsClient(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	p := testproxy.New()
+	defer p.Close()
+	front, err := p.Front(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", front)
+	if err == nil {
+		defer c.Close()
+		err = roundTrip(c, frame(18, "api versions"), 5*time.Second)
+	}
+	if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("a connection to a target that refuses: %v, want a reset", err)
+	}
+}
