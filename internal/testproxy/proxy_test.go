@@ -205,10 +205,13 @@ func TestRefusedTargetResetsClient(t *testing.T) {
 	}
 	c, err := net.Dial("tcp", front)
 	if err == nil {
+		// Read before writing: a clean close is then an EOF, never a
+		// reset the kernel sends for data it could not deliver.
 		defer c.Close()
-		err = roundTrip(c, frame(18, "api versions"), 5*time.Second)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = c.Read(make([]byte, 1))
 	}
-	if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+	if !errors.Is(err, syscall.ECONNRESET) {
 		t.Errorf("a connection to a target that refuses: %v, want a reset", err)
 	}
 }
