@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ type ChaosCmd struct {
 	ReplicaArgs  []string      `name:"replica-arg" placeholder:"FLAG" help:"Pass FLAG to every replica's 'run orders' (repeatable), e.g. --replica-arg=--guarantee=at_least_once to see the check fail."`
 	KeepLogs     bool          `name:"keep-logs" help:"Keep the replicas' logs and state (kept anyway when the run fails)."`
 	JSON         bool          `name:"json" help:"Print the result as one JSON object."`
+	JSONOut      string        `name:"json-out" type:"path" placeholder:"FILE" help:"Also write the result as JSON to FILE (the report still printed)."`
 }
 
 // Run runs the chaos test; exit 0 only when nothing was lost or doubled
@@ -46,6 +48,15 @@ func (c *ChaosCmd) Run(env *Env) error {
 			return fmt.Errorf("%w (logs in %s)", err, res.Dir)
 		}
 		return err
+	}
+	if c.JSONOut != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.JSONOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("chaos: %w", err)
+		}
 	}
 	if c.JSON {
 		if err := json.NewEncoder(env.Stdout).Encode(res); err != nil {
