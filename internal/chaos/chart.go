@@ -25,6 +25,10 @@ var kindColors = map[string]color.RGBA{
 	FaultRequest:      {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 }
 
+// chartGap is the longest time between two throughput samples drawn as
+// one line.
+const chartGap = 3.0
+
 // Chart draws the committed input records per second over the run (from
 // the throughput samples) with each fault as a band from its start to its
 // end, coloured by kind.
@@ -39,15 +43,22 @@ func Chart(r Result) (*plot.Plot, error) {
 	p.Y.Label.Text = "committed input records/s"
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
-	var rates plotter.XYs
+	// One line per run of samples at most chartGap apart: a gap (the
+	// group's offsets could not be read) stays a gap, not a slope.
+	var runs []plotter.XYs
 	peak := 0.0
 	for i := 1; i < len(r.Throughput); i++ {
 		a, b := r.Throughput[i-1], r.Throughput[i]
-		if dt := b.At - a.At; dt > 0 {
-			v := max(0, float64(b.Committed-a.Committed)/dt)
-			rates = append(rates, plotter.XY{X: b.At, Y: v})
-			peak = max(peak, v)
+		dt := b.At - a.At
+		if dt <= 0 {
+			continue
 		}
+		if dt > chartGap || len(runs) == 0 {
+			runs = append(runs, nil)
+		}
+		v := max(0, float64(b.Committed-a.Committed)/dt)
+		runs[len(runs)-1] = append(runs[len(runs)-1], plotter.XY{X: b.At, Y: v})
+		peak = max(peak, v)
 	}
 	if peak == 0 {
 		peak = 1
@@ -61,7 +72,7 @@ func Chart(r Result) (*plot.Plot, error) {
 			return nil, err
 		}
 		c := kindColors[f.Kind]
-		band.Color = color.RGBA{R: c.R, G: c.G, B: c.B, A: 0x40}
+		band.Color = color.NRGBA{R: c.R, G: c.G, B: c.B, A: 0x50}
 		band.LineStyle.Width = 0
 		p.Add(band)
 		if !seen[f.Kind] {
@@ -69,15 +80,17 @@ func Chart(r Result) (*plot.Plot, error) {
 			p.Legend.Add(f.Kind, band)
 		}
 	}
-	if len(rates) > 0 {
-		l, err := plotter.NewLine(rates)
+	for i, run := range runs {
+		l, err := plotter.NewLine(run)
 		if err != nil {
 			return nil, err
 		}
 		l.Color = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
 		l.Width = vg.Points(1.2)
 		p.Add(l)
-		p.Legend.Add("committed/s", l)
+		if i == 0 {
+			p.Legend.Add("committed/s", l)
+		}
 	}
 	p.Y.Min, p.Y.Max = 0, top
 	return p, nil

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -23,6 +24,7 @@ type watcher struct {
 	reps         []*replica
 	http         *http.Client
 	start        time.Time
+	log          hclog.Logger
 
 	mu struct {
 		sync.Mutex
@@ -32,11 +34,12 @@ type watcher struct {
 		longestP   int32
 		oldestSeen float64
 		samples    []Sample
+		failing    string // what the last sample failed to read; "" none
 	}
 }
 
-func newWatcher(adm *kadm.Client, group, input string, reps []*replica, client *http.Client, start time.Time) *watcher {
-	w := &watcher{adm: adm, group: group, input: input, reps: reps, http: client, start: start}
+func newWatcher(adm *kadm.Client, group, input string, reps []*replica, client *http.Client, start time.Time, log hclog.Logger) *watcher {
+	w := &watcher{adm: adm, group: group, input: input, reps: reps, http: client, start: start, log: log}
 	w.mu.last, w.mu.since = map[int32]int64{}, map[int32]time.Time{}
 	return w
 }
@@ -70,21 +73,31 @@ func (w *watcher) sample(ctx context.Context) {
 	defer cancel()
 	committed, err := w.offsets(sctx)
 	if err != nil {
-		return
-	}
-	ends, err := w.adm.ListEndOffsets(sctx, w.input)
-	if err != nil || ends.Error() != nil {
+		w.failed("committed offsets", err)
 		return
 	}
 	now := time.Now()
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	total := int64(0)
 	for _, o := range committed {
 		total += o
 	}
+	w.mu.Lock()
 	w.mu.samples = append(w.mu.samples, Sample{At: now.Sub(w.start).Seconds(), Committed: total})
+	w.mu.Unlock()
+	// A partition whose end offset cannot be read now (its leader down)
+	// is judged at the next sample that reads it.
+	ends, err := w.adm.ListEndOffsets(sctx, w.input)
+	if err != nil {
+		w.failed("end offsets", err)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mu.failing = ""
 	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			return
+		}
 		p, at := o.Partition, committed[o.Partition]
 		last, seen := w.mu.last[p]
 		began, stalled := w.mu.since[p]
@@ -100,6 +113,16 @@ func (w *watcher) sample(ctx context.Context) {
 		}
 		w.mu.last[p] = at
 	})
+}
+
+// failed logs the first of a run of failed samples.
+func (w *watcher) failed(what string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mu.failing != what {
+		w.log.Warn("watch: sample failed", "reading", what, "at", time.Since(w.start).Round(time.Second), "error", err)
+	}
+	w.mu.failing = what
 }
 
 // offsets returns the group's committed offset per input partition.
