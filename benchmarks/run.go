@@ -131,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		// A broker that just started runs its first minute interpreted:
 		// the first measured run would pay for its JIT compilation.
 		pl := plans[0]
-		in, err := pl.wl.Input(cfg.Warmup, pl.p.ValueSize)
+		in, err := inputOf(pl.wl, cfg.Warmup, pl.p.ValueSize, cfg.Partitions)
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("warm-up: one unmeasured %s %s run of %d records before the first measured run", pl.p, pl.variants[0].Name(), cfg.Warmup))
 	}
 	for _, pl := range plans {
-		in, err := pl.wl.Input(cfg.Records, pl.p.ValueSize)
+		in, err := inputOf(pl.wl, cfg.Records, pl.p.ValueSize, cfg.Partitions)
 		if err != nil {
 			return nil, err
 		}
@@ -155,7 +155,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				ms = append(ms, b.throughputRun(ctx, pl.p, pl.wl, v, in, rep))
 			}
 		}
-		if cfg.Rate >= 0 {
+		if cfg.Rate >= 0 && !throughputOnly(pl.wl) {
 			rate := float64(cfg.Rate)
 			if rate == 0 {
 				var eos []float64
@@ -171,7 +171,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			latIn := in
 			if n := max(int(rate*cfg.LatencyWindow.Seconds()), 1000); n < in.Len() {
-				if latIn, err = pl.wl.Input(n, pl.p.ValueSize); err != nil {
+				if latIn, err = inputOf(pl.wl, n, pl.p.ValueSize, cfg.Partitions); err != nil {
 					return nil, err
 				}
 			}

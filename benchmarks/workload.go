@@ -57,8 +57,9 @@ type Output struct {
 
 // workloads are the known workloads by name.
 var workloads = map[string]Workload{
-	"copy":   copyWorkload{},
-	"orders": ordersWorkload{},
+	"copy":      copyWorkload{},
+	"orders":    ordersWorkload{},
+	"pageviews": pageviewsWorkload{},
 }
 
 func workloadNames() string {

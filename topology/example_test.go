@@ -91,3 +91,38 @@ func ExampleTopology_DescribeMermaid() {
 	//   n1 --> n2
 	//   n2 --> t2
 }
+
+func ExampleGrouped_WindowedBy() {
+	type View struct {
+		User string `json:"user"`
+	}
+	t := topology.New("pageviews")
+	views := topology.Source(t, "views", serde.String(), serde.JSON[View]())
+	byUser := topology.GroupBy(views, "by-user", func(_ string, v View) string { return v.User }, serde.String(), serde.JSON[View]())
+	hourly := byUser.WindowedBy(topology.TumblingWindows(time.Hour).WithGrace(5 * time.Minute)).EmitFinal().Count("views-per-hour")
+	topology.To(hourly, "hourly", topology.WindowedCodec(serde.String()), serde.Int64())
+
+	fmt.Print(t.Describe())
+	// Output:
+	// topology pageviews
+	//   sub-topology 0 (sources: views)
+	//     source source-views <- topic views [string/json]
+	//       select-key map-1
+	//         sink sink-1 -> topic by-user-repartition [string/json] (repartition)
+	//   sub-topology 1 (sources: by-user-repartition)
+	//     source source-by-user-repartition <- topic by-user-repartition [string/json] (repartition)
+	//       windowed-count [tumbling 1h0m0s, grace 5m0s, emit final] views-per-hour (stores: views-per-hour)
+	//         sink sink-2 -> topic hourly [windowed(string)/int64]
+}
+
+func ExampleWindowedCodec() {
+	c := topology.WindowedCodec(serde.String())
+	start := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	b, _ := c.Encode(topology.Windowed[string]{Key: "ann", Start: start, End: start.Add(time.Hour)})
+	fmt.Printf("%q + % x + % x\n", b[:3], b[3:11], b[11:])
+	w, _ := c.Decode(b)
+	fmt.Println(w.Key, w.Start.UTC().Format(time.Kitchen), w.End.UTC().Format(time.Kitchen))
+	// Output:
+	// "ann" + 00 00 01 9b 78 ff f9 00 + 00 00 01 9b 79 36 e7 80
+	// ann 10:00AM 11:00AM
+}

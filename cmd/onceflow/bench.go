@@ -12,7 +12,7 @@ import (
 // BenchCmd is `onceflow bench`.
 type BenchCmd struct {
 	Brokers        []string        `name:"brokers" short:"b" env:"ONCEFLOW_BROKERS" placeholder:"HOST:PORT" help:"Seed brokers of the cluster to measure on (default: an embedded broker started for the run)."`
-	Workload       []string        `name:"workload" short:"w" default:"copy" help:"Workloads, comma-separated (copy, orders)."`
+	Workload       []string        `name:"workload" short:"w" default:"copy" help:"Workloads, comma-separated (copy, orders, pageviews)."`
 	Records        int             `name:"records" short:"n" default:"100000" help:"Records per run."`
 	CommitInterval []time.Duration `name:"commit-interval" default:"100ms" help:"Commit intervals to sweep, comma-separated (e.g. 10ms,100ms,1s)."`
 	ValueSize      []int           `name:"value-size" default:"100" help:"Value sizes in bytes to sweep, comma-separated (copy; orders values have their own size)."`

@@ -6,13 +6,14 @@ import (
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/examples/orders"
+	"github.com/onceflow/onceflow/examples/pageviews"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"
 )
 
 // DescribeCmd is `onceflow describe`.
 type DescribeCmd struct {
-	Topology string `arg:"" enum:"orders,copy" help:"The built-in topology to describe (${enum})."`
+	Topology string `arg:"" enum:"orders,copy,pageviews" help:"The built-in topology to describe (${enum})."`
 	Input    string `name:"input" default:"orders" help:"Input topic."`
 	Output   string `name:"output" default:"customer-totals" help:"Output topic."`
 	Sinks    bool   `name:"sinks" help:"Orders: include both external sinks (the webhook and the PostgreSQL rows), as 'run orders --webhook --pg' does."`
@@ -25,6 +26,8 @@ func (c *DescribeCmd) Run(env *Env) error {
 	switch c.Topology {
 	case "copy":
 		t = copyex.Topology(c.Input, c.Output)
+	case "pageviews":
+		t = pageviews.Topology(c.Input, c.Output)
 	case "orders":
 		if !c.Sinks {
 			t = orders.Topology(c.Input, c.Output)

@@ -140,8 +140,9 @@ type driver struct {
 	deadline *time.Timer
 
 	// Punctuators (timers.go).
-	sched       graph.Schedule
-	punctRecord kafka.Record // stands for the input record of a punctuation
+	sched           graph.Schedule
+	punctRecord     kafka.Record             // stands for the input record of a punctuation
+	streamTimerRefs map[int][]graph.TimerRef // by sub-topology
 }
 
 func (d *driver) run() {

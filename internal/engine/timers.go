@@ -36,7 +36,14 @@ func (d *driver) wallTick() (*time.Ticker, <-chan time.Time) {
 // streamTimers advances the stream time of a batch's task and fires its
 // stream-time punctuators that became due.
 func (d *driver) streamTimers(b *kafka.Batch, task statestore.Task) error {
-	timers := d.e.g.Timers(task.SubTopology, graph.StreamTime)
+	if d.streamTimerRefs == nil {
+		// Listed once per session: this runs after every batch.
+		d.streamTimerRefs = map[int][]graph.TimerRef{}
+		for sub := range d.e.g.SubTopologies {
+			d.streamTimerRefs[sub] = d.e.g.Timers(sub, graph.StreamTime)
+		}
+	}
+	timers := d.streamTimerRefs[task.SubTopology]
 	if len(timers) == 0 || d.txn == nil {
 		return nil
 	}

@@ -8,14 +8,14 @@ import java.util.Set;
 final class Flags {
     static final String USAGE = String.join("\n",
             "usage: java -jar onceflow-kstreams-peer.jar --brokers B --app-id A --input T --output T2",
-            "           [--workload copy|orders] [--guarantee exactly_once_v2|at_least_once]",
+            "           [--workload copy|orders|pageviews] [--guarantee exactly_once_v2|at_least_once]",
             "           [--commit-interval-ms N] [--state-dir D] [--threads N]",
             "",
             "  --brokers             bootstrap servers, host:port[,host:port]",
             "  --app-id              application.id (consumer group, internal topic prefix)",
             "  --input               input topic",
             "  --output              output topic (created like the input when missing)",
-            "  --workload            copy (default) or orders; orders also writes <app-id>-rejected",
+            "  --workload            copy (default), orders (also writes <app-id>-rejected) or pageviews",
             "  --guarantee           exactly_once_v2 (default) or at_least_once",
             "  --commit-interval-ms  commit.interval.ms (default: Kafka Streams' own, 100 with EOS, 30000 without)",
             "  --state-dir           state.dir (default: Kafka Streams' own)",
@@ -42,8 +42,8 @@ final class Flags {
         input = required(m, "input");
         output = required(m, "output");
         workload = m.getOrDefault("workload", "copy");
-        if (!workload.equals("copy") && !workload.equals("orders")) {
-            throw new IllegalArgumentException("--workload must be copy or orders, not " + workload);
+        if (!Set.of("copy", "orders", "pageviews").contains(workload)) {
+            throw new IllegalArgumentException("--workload must be copy, orders or pageviews, not " + workload);
         }
         guarantee = m.getOrDefault("guarantee", "exactly_once_v2");
         if (!guarantee.equals("exactly_once_v2") && !guarantee.equals("at_least_once")) {
