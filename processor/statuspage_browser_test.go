@@ -97,17 +97,36 @@ func TestStatusPageInBrowser(t *testing.T) {
 	for p.Status().Stats.RecordsIn < events+dups && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The state is measured at the session's start and every 30 s: wait
+	// for a measurement that sees the processed events.
+	stored := func() bool {
+		for _, s := range p.Status().State {
+			if s.Store == "event-ids" && s.Bytes > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(45 * time.Second); !stored() && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+	}
 
 	dom := string(browse(t, bin, srv.url+"/", "--dump-dom"))
 	rows := regexp.MustCompile(`<td>0_(\d)</td><td>`+regexp.QuoteMeta(in)+`</td><td class="n">(\d)</td>\s*<td class="ok">running</td>`).FindAllStringSubmatch(dom, -1)
 	if len(rows) != 3 {
 		t.Errorf("running task rows in the browser's DOM: %d, want 3\n%s", len(rows), dom)
 	}
+	sized := regexp.MustCompile(`<td>event-ids</td><td>0_\d</td><td class="n">[1-9][0-9.]* (B|KiB)</td>`).FindAllString(dom, -1)
+	if len(sized) != 3 {
+		t.Errorf("event-ids rows with a size in the browser's DOM: %d, want 3", len(sized))
+	}
 	for _, want := range []string{
 		"onceflow · " + env.Name("orders-app") + " · orders-1",
 		fmt.Sprintf("%d / ", events+dups), // records in / out
 		fmt.Sprintf(`<td>duplicate</td><td class="n warn">%d</td>`, dups),
 		"headroom to the transaction timeout",
+		"size in force: records / interval",
+		`<table id="state">`,
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the browser's DOM lacks %q", want)
@@ -115,7 +134,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 
 	shot := filepath.Join(t.TempDir(), "status-page.png")
-	browse(t, bin, srv.url+"/", "--screenshot="+shot, "--window-size=1000,1250")
+	browse(t, bin, srv.url+"/", "--screenshot="+shot, "--window-size=1000,1560")
 	b, err := os.ReadFile(shot)
 	if err != nil {
 		t.Fatal(err)
