@@ -1,35 +1,54 @@
-package kafka_test
+package kafka
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/embedded"
 )
+
+// testBrokers is ONCEFLOW_KAFKA_BROKERS when set (real Kafka), else an
+// embedded broker's address.
+func testBrokers(t *testing.T) []string {
+	t.Helper()
+	if addrs := os.Getenv("ONCEFLOW_KAFKA_BROKERS"); addrs != "" {
+		return strings.Split(addrs, ",")
+	}
+	b, err := embedded.Start(embedded.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b.Addrs()
+}
 
 // The coordinator describes a transactional id's transaction: unknown
 // before its producer exists, Ongoing with its partition and start time
 // while open, and no longer open once committed. On the embedded broker,
 // or on real Kafka with ONCEFLOW_KAFKA_BROKERS.
 func TestDescribeTransaction(t *testing.T) {
-	env := enginetest.New(t)
-	topic, id := env.Name("out"), env.Name("txn")
-	env.CreateTopic(topic, 2)
+	run := time.Now().UnixNano()
+	topic, id := fmt.Sprintf("describe-txn-%d", run), fmt.Sprintf("describe-txn-%d", run)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	client := kafka.Client{Brokers: env.Brokers}
-	admin, err := kafka.Connect(ctx, client)
+	client := Client{Brokers: testBrokers(t)}
+	admin, err := Connect(ctx, client)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close()
+	if _, err := admin.Ensure(map[string]int32{topic: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
 	if _, ok, err := admin.DescribeTransaction(id); err != nil || ok {
 		t.Fatalf("an id no producer used: ok %v, %v; want unknown", ok, err)
 	}
-	p, err := kafka.NewProducer(client, kafka.Timeouts{}, id, false, 0)
+	p, err := NewProducer(client, Timeouts{}, id, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +57,8 @@ func TestDescribeTransaction(t *testing.T) {
 	if err := p.Begin(); err != nil {
 		t.Fatal(err)
 	}
-	p.Send(&kafka.Message{Topic: topic, Partition: 1, Value: []byte("v")})
-	var d kafka.TxnDescription
+	p.Send(&Message{Topic: topic, Partition: 1, Value: []byte("v")})
+	var d TxnDescription
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var ok bool
 		d, ok, err = admin.DescribeTransaction(id)
