@@ -185,6 +185,19 @@ func (d *Driver) StreamTime(topic string, p int32) time.Time {
 	return d.state.StreamTime(statestore.Task{SubTopology: d.g.SubTopologyOf(topic), Partition: p})
 }
 
+// StoreLen returns how many entries a store holds in the task of
+// partition p, whatever their kind (a window store keeps its windows and
+// their indexes): for tests of what state is kept and what expires.
+func (d *Driver) StoreLen(store string, p int32) (int, error) {
+	task, err := d.task(store, p)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = d.db.Range(store, task, nil, nil, func(_, _ []byte) bool { n++; return true })
+	return n, err
+}
+
 func (d *Driver) task(store string, p int32) (statestore.Task, error) {
 	st, ok := d.stores[store]
 	if !ok {

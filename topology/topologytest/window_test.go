@@ -264,3 +264,62 @@ func TestWindowedCodec(t *testing.T) {
 		t.Error("decoded 5 bytes")
 	}
 }
+
+// A record stamped far beyond the wall clock moves stream time only to
+// the wall clock plus the allowed skew: it does not close every window.
+func TestWindowStreamTimeBoundedByWallClock(t *testing.T) {
+	w := newWindowed(t, topology.TumblingWindows(time.Hour).WithGrace(5*time.Minute), true)
+	wall := 48 * time.Hour // newWindowed's wall clock, from t0; the skew allowed is 1 hour
+	w.pipe("u1", wall+10*time.Minute)
+	w.pipe("u2", wall+5*24*time.Hour) // stream time moves to wall + 1h only
+	w.expect("after a far-future record")
+	w.pipe("u1", wall+40*time.Minute) // its window, [wall, wall+1h), is still open
+	w.expectRejected("on time after the far-future record")
+	w.d.AdvanceWallClock(2 * time.Hour)
+	w.pipe("u3", wall+2*time.Hour) // stream time wall + 2h closes [wall, wall+1h)
+	w.expect("closed", "u1[48h0m0s,49h0m0s]=2")
+}
+
+// With a retention longer than size + grace a closed window's state is
+// kept, and still its final result comes once and late records are
+// rejected.
+func TestWindowRetentionKeepsClosedWindows(t *testing.T) {
+	w := newWindowed(t, topology.TumblingWindows(time.Hour).WithRetention(24*time.Hour), true)
+	entries := func() int {
+		t.Helper()
+		n, err := w.d.StoreLen("views-per-window", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	w.pipe("u1", 10*time.Minute)
+	w.pipe("u1", time.Hour) // closes [0, 1h)
+	w.expect("first close", "u1[0s,1h0m0s]=1")
+	// Stream time; [0, 1h) kept with its expiry entry; [1h, 2h) with its close entry.
+	if n := entries(); n != 5 {
+		t.Errorf("%d store entries after the first close, want 5", n)
+	}
+	w.pipe("u1", 30*time.Minute)
+	w.expectRejected("late into a kept window", topology.ReasonLate)
+	w.pipe("u1", 3*time.Hour)
+	w.pipe("u1", 26*time.Hour) // beyond the retention of [0, 1h) and [1h, 2h): deleted
+	w.expect("later closes", "u1[1h0m0s,2h0m0s]=1", "u1[3h0m0s,4h0m0s]=1")
+	// Stream time, [3h, 4h) kept until 27h, [26h, 27h) open: each with its index entry.
+	if n := entries(); n != 5 {
+		t.Errorf("%d store entries after expiry, want 5", n)
+	}
+}
+
+// By default a window's state goes when it closes.
+func TestWindowStateGoesAtClose(t *testing.T) {
+	w := newWindowed(t, topology.TumblingWindows(time.Hour), true)
+	w.pipe("u1", 10*time.Minute)
+	w.pipe("u2", 20*time.Minute)
+	w.pipe("u1", 5*time.Hour)
+	w.expect("closed", "u1[0s,1h0m0s]=1", "u2[0s,1h0m0s]=1")
+	// Stream time and the open window [5h, 6h) with its close entry.
+	if n, err := w.d.StoreLen("views-per-window", 0); err != nil || n != 3 {
+		t.Errorf("%d store entries (%v), want 3", n, err)
+	}
+}
