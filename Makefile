@@ -84,12 +84,13 @@ compose-check:
 
 # The status page in headless Chromium (Debian's chromium package, which
 # scripts/install-chromium.sh installs when absent). UPDATE=1 rewrites
-# docs/status-page.png. With ONCEFLOW_MERMAID_JS (the path of
-# mermaid.min.js, npm package mermaid), the Mermaid charts of
-# Topology.DescribeMermaid are rendered by Mermaid too.
+# docs/status-page.png. The Mermaid charts of Topology.DescribeMermaid are
+# rendered by Mermaid too: ONCEFLOW_MERMAID_JS, or the mermaid.min.js that
+# scripts/install-mermaid.sh fetches (npm package mermaid).
 test-browser:
 	ONCEFLOW_CHROMIUM="$$(scripts/install-chromium.sh | tail -n 1)" && export ONCEFLOW_CHROMIUM && \
 	$(GO) test -tags browser -count=1 -run TestStatusPageInBrowser ./processor $(if $(UPDATE),-args -update-screenshot)
+	ONCEFLOW_MERMAID_JS="$${ONCEFLOW_MERMAID_JS:-$$(scripts/install-mermaid.sh | tail -n 1)}" && export ONCEFLOW_MERMAID_JS && \
 	$(GO) test -tags browser -count=1 -run TestMermaidRenders ./topology
 
 # onceflow chaos: three replicas under random SIGKILLs, SIGSTOP pauses past
