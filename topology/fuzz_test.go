@@ -64,3 +64,53 @@ func FuzzEventIDHeader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseWindowKey: a window store key either fails to parse or splits
+// into a record key and a window that build the same key again; keys of
+// one record key order by window start, then end.
+func FuzzParseWindowKey(f *testing.F) {
+	f.Add(windowKey([]byte("user-1"), 3_600_000, 7_200_000), int64(0), int64(-1))
+	f.Add(windowKey(nil, -5, 5), int64(-6), int64(100))
+	f.Add([]byte{prefixWindow, 0xff, 0xff, 0xff, 0xff}, int64(0), int64(0))
+	f.Fuzz(func(t *testing.T, dk []byte, start2, end2 int64) {
+		kb, start, end, err := parseWindowKey(dk)
+		if err != nil {
+			return
+		}
+		if re := windowKey(kb, start, end); !bytes.Equal(re, dk) {
+			t.Fatalf("windowKey(parseWindowKey(%x)) = %x", dk, re)
+		}
+		cmp := bytes.Compare(windowKey(kb, start2, end2), dk)
+		want := 0
+		switch {
+		case start2 < start || start2 == start && end2 < end:
+			want = -1
+		case start2 > start || end2 > end:
+			want = 1
+		}
+		if cmp != want {
+			t.Fatalf("window [%d,%d) orders %d against [%d,%d), want %d", start2, end2, cmp, start, end, want)
+		}
+	})
+}
+
+// FuzzSplitValues: the values of a sliding window's raw entry either fail
+// to split or split into values that append back to the entry.
+func FuzzSplitValues(f *testing.F) {
+	f.Add(appendValue(appendValue(nil, []byte("a")), []byte{}))
+	f.Add([]byte{0, 0, 0, 9, 1})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		vs, err := splitValues(b)
+		if err != nil {
+			return
+		}
+		var re []byte
+		for _, v := range vs {
+			re = appendValue(re, v)
+		}
+		if !bytes.Equal(re, b) {
+			t.Fatalf("appendValue(splitValues(%x)) = %x", b, re)
+		}
+	})
+}
