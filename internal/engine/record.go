@@ -55,6 +55,7 @@ func (d *driver) process(b kafka.Batch) {
 	}
 	parts[b.Partition] = b.Records[len(b.Records)-1].Offset + 1
 	d.records += len(b.Records)
+	d.bytes += b.Bytes
 	d.pending.in[task] += len(b.Records)
 }
 

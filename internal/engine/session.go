@@ -113,6 +113,7 @@ type driver struct {
 	offsets      map[string]map[int32]int64
 	starts       map[string]map[int32]int64 // offset of each partition's first record in the transaction
 	records      int
+	bytes        int // input keys and values in the open transaction
 	started      time.Time
 	out          []kafka.Message // outputs and rejections of the record being processed
 	rejects      []string        // reasons of the record's rejections
@@ -145,6 +146,14 @@ type driver struct {
 	streamTimerRefs map[int][]graph.TimerRef // by sub-topology
 }
 
+// maxTxnBytes commits a transaction early once its input records' keys
+// and values reach it. Until the commit, the producer may hold every
+// output of the transaction (sarama buffers records by count, thousands
+// per stage), and outputs share or outgrow their input's bytes: so a slow
+// output cluster holds at most about this much, whatever the records'
+// size, instead of thousands of large records.
+const maxTxnBytes = 16 << 20
+
 func (d *driver) run() {
 	// The deadline of the open transaction: one commit interval after it
 	// began (armed by begin, so a transaction never runs longer).
@@ -166,7 +175,7 @@ func (d *driver) run() {
 				continue
 			}
 			d.process(b)
-			if d.open && d.records >= d.e.size.records {
+			if d.open && (d.records >= d.e.size.records || d.bytes >= maxTxnBytes) {
 				d.commit()
 			}
 		case <-d.deadline.C:

@@ -166,7 +166,7 @@ func (d *driver) commitTxn(ctx context.Context) error {
 func (d *driver) reset() {
 	d.deadline.Stop()
 	d.open = false
-	d.records = 0
+	d.records, d.bytes = 0, 0
 	clear(d.offsets)
 	clear(d.starts)
 	d.pending.clear()

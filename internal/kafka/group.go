@@ -36,7 +36,15 @@ type Batch struct {
 	// offset after the last record the broker holds (for read_committed:
 	// after the last stable one).
 	HighWaterMark int64
+	// Bytes is the size of the records' keys and values.
+	Bytes int
 }
+
+// MaxBatchBytes bounds a batch's keys and values (a batch holds at least
+// one record, whatever its size): the batches waiting for the engine are
+// bounded in bytes, not only in records, so a backlog of large records
+// held up by a slow output does not pile up in memory.
+const MaxBatchBytes = 256 << 10
 
 // Session is one generation of group membership.
 type Session interface {
@@ -173,7 +181,8 @@ func (a *adapter) Cleanup(s sarama.ConsumerGroupSession) error {
 }
 
 // ConsumeClaim hands records on in batches: it blocks for the first record,
-// then takes whatever else is already buffered, up to the batch size.
+// then takes whatever else is already buffered, up to the batch size and
+// MaxBatchBytes.
 func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	ctx := s.Context()
 	msgs := claim.Messages()
@@ -192,14 +201,16 @@ func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 		b := Batch{Topic: claim.Topic(), Partition: claim.Partition(), Records: make([]Record, 0, min(a.g.batchSize, 1+len(msgs))),
 			HighWaterMark: claim.HighWaterMarkOffset()}
 		b.Records = append(b.Records, c.convert(m))
+		b.Bytes = len(m.Key) + len(m.Value)
 	fill:
-		for len(b.Records) < a.g.batchSize {
+		for len(b.Records) < a.g.batchSize && b.Bytes < MaxBatchBytes {
 			select {
 			case m, ok = <-msgs:
 				if !ok {
 					break fill
 				}
 				b.Records = append(b.Records, c.convert(m))
+				b.Bytes += len(m.Key) + len(m.Value)
 			default:
 				break fill
 			}
