@@ -131,6 +131,8 @@ var badCases = []badCase{
 	}, orders: undecodable, copy: toOutput},
 	{name: "no event-id header", rec: good(func(r *kgo.Record) { r.Headers = r.Headers[1:] }), orders: procError, copy: toOutput},
 	{name: "empty event-id header", rec: good(func(r *kgo.Record) { r.Headers[0].Value = nil }), orders: procError, copy: toOutput},
+	{name: "event id of 1.5 MiB (a dedup key larger than the changelog accepts)", rec: good(func(r *kgo.Record) { r.Headers[0].Value = bytes.Repeat([]byte{'e'}, 3*mib/2) }),
+		orders: tooLarge, copy: tooLarge},
 	{name: "no version header", rec: good(func(r *kgo.Record) { r.Headers = r.Headers[:1] }), orders: toOutput, copy: toOutput},
 	{name: "empty version header", rec: good(func(r *kgo.Record) { r.Headers[1].Value = nil }), orders: toOutput, copy: toOutput},
 	{name: "no version in the value (version 0)", rec: func(tp string, i int) *kgo.Record {
