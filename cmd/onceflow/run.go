@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -79,7 +80,7 @@ type ReplicaFlags struct {
 	InstanceID     string        `name:"instance-id" required:"" help:"This replica's id: stable across restarts, unique among live replicas."`
 	Guarantee      string        `name:"guarantee" default:"exactly_once" enum:"exactly_once,at_least_once" help:"Delivery guarantee (${enum})."`
 	StateDir       string        `name:"state-dir" type:"path" help:"Directory for local state."`
-	MetricsAddr    string        `name:"metrics-addr" help:"Serve /metrics, /healthz and /readyz on this address (e.g. 127.0.0.1:9100)."`
+	MetricsAddr    string        `name:"metrics-addr" help:"Serve /metrics, /healthz and /readyz on this address: a port alone (9100 or :9100) listens on loopback only; name the host to listen elsewhere (0.0.0.0:9100: every interface, as in a container). Default: not served."`
 	CommitInterval time.Duration `name:"commit-interval" default:"100ms" help:"How often a transaction commits."`
 	CommitTimeout  time.Duration `name:"commit-timeout" help:"Deadline of each step that ends a transaction; past it the producer is dropped and the replica rewinds (0: half the transaction timeout)."`
 	StallTimeout   time.Duration `name:"stall-timeout" help:"Report a partition with input pending and no commit for this long (log, metrics, /healthz 503) (0: 2m)."`
@@ -165,9 +166,22 @@ func dialVia(via map[string]string) func(ctx context.Context, network, addr stri
 	}
 }
 
-// serve serves h on addr until stop is called.
+// listenAddr is where --metrics-addr listens: a port alone ("9100" or
+// ":9100") means loopback, so that metrics and health are never exposed
+// beyond the machine unless a host is named ("0.0.0.0:9100").
+func listenAddr(addr string) string {
+	if !strings.Contains(addr, ":") {
+		return net.JoinHostPort("127.0.0.1", addr)
+	}
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
+}
+
+// serve serves h on addr (see listenAddr) until stop is called.
 func serve(env *Env, addr string, h http.Handler) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", listenAddr(addr))
 	if err != nil {
 		return nil, fmt.Errorf("metrics address %q: %w", addr, err)
 	}
