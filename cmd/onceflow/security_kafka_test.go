@@ -14,9 +14,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -190,10 +193,10 @@ func (tr *transcript) onceflow(t *testing.T, ctx context.Context, env []string, 
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	code = cmd.ProcessState.ExitCode()
-	if err != nil && code < 0 {
+	if cmd.ProcessState == nil {
 		t.Fatalf("onceflow %v: %v", args, err)
 	}
+	code = cmd.ProcessState.ExitCode() // -1: killed (the context ended)
 	tr.add(args, out.String(), errb.String())
 	return code, out.String(), errb.String()
 }
@@ -201,7 +204,7 @@ func (tr *transcript) onceflow(t *testing.T, ctx context.Context, env []string, 
 // replica is a `run` process in the background.
 type replica struct {
 	cmd  *exec.Cmd
-	out  bytes.Buffer
+	out  syncBuffer
 	args []string
 	done chan struct{}
 }
@@ -216,6 +219,32 @@ func (tr *transcript) start(t *testing.T, ctx context.Context, env []string, arg
 	go func() { r.cmd.Wait(); close(r.done) }()
 	t.Cleanup(func() { r.cmd.Process.Kill(); <-r.done })
 	return r
+}
+
+// waitReady waits until replica r, serving on addr, answers /readyz with
+// 200 (its tasks restored and processing).
+func (tr *transcript) waitReady(t *testing.T, r *replica, addr string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-r.done:
+			deadline = time.Now()
+		default:
+		}
+		if time.Now().After(deadline) {
+			code, logs := tr.stop(t, r)
+			t.Fatalf("%s/readyz not 200 within %v (last: %v); the replica exited %d:\n%s", addr, within, err, code, tail(logs))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // stop ends the replica with SIGTERM and returns its exit code and output.
@@ -370,14 +399,16 @@ func tail(s string) string {
 // replicaACLs are the ACLs docs/security.md lists for one replica of
 // application app reading topic in and writing topic out (keep the two in
 // step): without txn, the transactional-id ACL is left out.
-func replicaACLs(principal, app, in, out string, txn bool) []*kadm.ACLBuilder {
+func replicaACLs(principal, app, in, out string, txn, group bool) []*kadm.ACLBuilder {
 	p := "User:" + principal
 	acls := []*kadm.ACLBuilder{
 		kadm.NewACLs().Allow(p).Topics(in).Operations(kadm.OpRead, kadm.OpDescribeConfigs),
 		kadm.NewACLs().Allow(p).Topics(out).Operations(kadm.OpWrite, kadm.OpCreate, kadm.OpDescribeConfigs),
 		kadm.NewACLs().Allow(p).Topics(app+"-").ResourcePatternType(kadm.ACLPatternPrefixed).
 			Operations(kadm.OpRead, kadm.OpWrite, kadm.OpCreate, kadm.OpDescribeConfigs, kadm.OpDelete),
-		kadm.NewACLs().Allow(p).Groups(app).Operations(kadm.OpRead),
+	}
+	if group {
+		acls = append(acls, kadm.NewACLs().Allow(p).Groups(app).Operations(kadm.OpRead))
 	}
 	if txn {
 		acls = append(acls, kadm.NewACLs().Allow(p).TransactionalIDs(app+"-").ResourcePatternType(kadm.ACLPatternPrefixed).
@@ -411,20 +442,20 @@ func TestSecurityReplicaACLs(t *testing.T) {
 		t.Fatalf("produce as admin: exit %d: %s %s", code, stdout, stderr)
 	}
 
-	replica := func(t *testing.T, user, app, out string, txn bool) (flags, env []string) {
+	replica := func(t *testing.T, user, app, out string, txn, group bool) (flags, env []string) {
 		password := "pw-" + app
 		s.addSCRAMUser(t, ctx, user, password)
-		for _, b := range replicaACLs(user, app, in, out, txn) {
+		for _, b := range replicaACLs(user, app, in, out, txn, group) {
 			s.allow(t, ctx, b)
 		}
 		return []string{"run", "orders", "--input", in, "--output", out, "--app-id", app, "--instance-id", "r1",
-				"--state-dir", t.TempDir(), "-b", s.get(t, "SASL_PLAINTEXT"), "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", user},
+				"--state-dir", t.TempDir(), "-b", s.get(t, "SASL_PLAINTEXT"), "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", user, "--log-level", "info"},
 			[]string{"ONCEFLOW_SASL_PASSWORD=" + password}
 	}
 
 	t.Run("documented ACLs", func(t *testing.T) {
 		app, out := run+"-app", run+"-totals"
-		args, env := replica(t, run+"-least", app, out, true)
+		args, env := replica(t, run+"-least", app, out, true, true)
 		r := tr.start(t, ctx, env, args...)
 		code, stdout, stderr := tr.onceflow(t, ctx, adminEnv, append([]string{"lag", "-g", app, "-t", in, "--wait", "120s"}, adminFlags...)...)
 		if code != 0 {
@@ -446,26 +477,50 @@ func TestSecurityReplicaACLs(t *testing.T) {
 		if code != 0 || strings.Contains(logs, "[WARN]") || strings.Contains(logs, "[ERROR]") {
 			t.Errorf("replica: exit %d, warnings or errors:\n%s", code, logs)
 		}
+
+		// Started again on an empty state directory, the replica restores
+		// its stores from their changelogs (READ on the internal topics).
+		args[slices.Index(args, "--state-dir")+1] = t.TempDir()
+		metrics := freeAddr(t)
+		r = tr.start(t, ctx, env, append(args, "--metrics-addr", metrics)...)
+		tr.waitReady(t, r, metrics, 60*time.Second)
+		t.Logf("as a principal with the documented ACLs only: %s", lastLine(logs))
+		code, logs = tr.stop(t, r)
+		t.Logf("started again on an empty state directory: %s", lastLine(logs))
+		restored := regexp.MustCompile(`, ([0-9]+) restored`).FindStringSubmatch(logs)
+		if code != 0 || restored == nil || restored[1] == "0" || strings.Contains(logs, "[WARN]") || strings.Contains(logs, "[ERROR]") {
+			t.Errorf("restarted replica: exit %d, restored %v, warnings or errors:\n%s", code, restored, tail(logs))
+		}
 	})
 
-	t.Run("without the transactional-id ACL", func(t *testing.T) {
-		app, out := run+"-notxn", run+"-notxn-totals"
-		args, env := replica(t, run+"-notxn", app, out, false)
-		start := time.Now()
-		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		code, stdout, stderr := tr.onceflow(t, rctx, env, args...)
-		took := time.Since(start)
-		t.Logf("the replica without the transactional-id ACL: exit %d after %v; it printed:\n%s%s", code, took.Round(100*time.Millisecond), stdout, stderr)
-		if code != exitError || took > 30*time.Second {
-			t.Fatalf("exit %d after %v, want %d within 30s", code, took, exitError)
-		}
-		for _, want := range []string{"TransactionalId", app + "-r1", "docs/security.md"} {
-			if !strings.Contains(stderr, want) {
-				t.Errorf("stderr does not name %q", want)
+	for _, tc := range []struct {
+		name, id   string
+		txn, group bool
+		within     time.Duration
+		want       []string
+	}{
+		{"without the transactional-id ACL", "notxn", false, true, 30 * time.Second, []string{"TransactionalId", "-notxn-r1", "docs/security.md"}},
+		{"without the group ACL", "nogroup", true, false, 30 * time.Second, []string{"not authorized to access this group", "READ on the group", "-nogroup", "docs/security.md"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app, out := run+"-"+tc.id, run+"-"+tc.id+"-totals"
+			args, env := replica(t, run+"-"+tc.id, app, out, tc.txn, tc.group)
+			start := time.Now()
+			rctx, cancel := context.WithTimeout(ctx, 2*tc.within)
+			defer cancel()
+			code, stdout, stderr := tr.onceflow(t, rctx, env, args...)
+			took := time.Since(start)
+			t.Logf("the replica %s: exit %d after %v; it printed:\n%s%s", tc.name, code, took.Round(100*time.Millisecond), stdout, stderr)
+			if code != exitError || took > tc.within {
+				t.Fatalf("exit %d after %v, want %d within %v", code, took, exitError, tc.within)
 			}
-		}
-	})
+			for _, want := range tc.want {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr does not name %q", want)
+				}
+			}
+		})
+	}
 }
 
 // TestSecurityWrongPasswordAndSecrets runs the commands with a distinctive

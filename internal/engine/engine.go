@@ -237,6 +237,9 @@ func (e *Engine) run(ctx context.Context) error {
 	}
 	e.admin = admin
 	defer admin.Close()
+	if err := admin.CheckGroup(e.cfg.AppID); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
 	defer e.purge.wait()
 	if err := e.prepare(ctx); err != nil {
 		return err
@@ -330,8 +333,9 @@ func (e *Engine) loop(ctx context.Context) error {
 		case errors.Is(err, kafka.ErrFencedInstance), errors.Is(err, kafka.ErrInternalOffsetOutOfRange):
 			return fmt.Errorf("engine: %w", err)
 		case kafka.IsRefused(err) && ctx.Err() == nil:
-			// A missing group or topic ACL: joining again cannot help.
-			return fmt.Errorf("engine: %w", kafka.Refused(fmt.Sprintf("group %q", e.cfg.AppID), err))
+			// A missing group or topic ACL (the group, a changelog to
+			// restore from): joining again cannot help.
+			return fmt.Errorf("engine: %w", kafka.Refused(fmt.Sprintf("group session of %q", e.cfg.AppID), err))
 		case err != nil && ctx.Err() == nil:
 			e.log.Warn("group session failed; joining again", "error", err, "backoff", backoff)
 			select {

@@ -49,7 +49,7 @@ func (e *Engine) newProducer(ctx context.Context) (*kafka.Producer, error) {
 			// what is missing at once instead of retrying in a loop.
 			what := "producer"
 			if txnID != "" {
-				what = fmt.Sprintf("transactional producer %q (needs WRITE and DESCRIBE on TransactionalId %q)", txnID, txnID)
+				what = fmt.Sprintf("transactional producer %q (it needs WRITE on TransactionalId %q)", txnID, txnID)
 			}
 			return nil, fmt.Errorf("engine: %w", kafka.Refused(what, r.err))
 		}

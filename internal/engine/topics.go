@@ -32,7 +32,8 @@ func (e *Engine) prepare(ctx context.Context) error {
 	var errs []error
 	for _, t := range external {
 		if _, ok := have[t]; !ok {
-			errs = append(errs, fmt.Errorf("input topic %q does not exist (%w)", t, kafka.ErrTopicMissing))
+			errs = append(errs, fmt.Errorf("input topic %q does not exist, or the cluster's ACLs hide it from this principal "+
+				"(it needs READ on it, see docs/security.md) (%w)", t, kafka.ErrTopicMissing))
 		}
 	}
 	if len(errs) == 0 {

@@ -104,11 +104,30 @@ func (a *Admin) Ensure(want map[string]int32, configs map[string]*string) (map[s
 			continue
 		}
 		err := a.admin.CreateTopic(t, &sarama.TopicDetail{NumPartitions: want[t], ReplicationFactor: -1, ConfigEntries: configs}, false)
-		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		switch {
+		case errors.Is(err, sarama.ErrTopicAlreadyExists) && a.hidden(t):
+			// It exists, and metadata does not show it: the cluster's
+			// ACLs hide it from this principal.
+			return nil, Refused(fmt.Sprintf("topic %q exists but is hidden from this principal (it needs WRITE, or READ for a topic it reads)", t), err)
+		case IsRefused(err):
+			return nil, Refused(fmt.Sprintf("create topic %q (it needs CREATE on it to create it, "+
+				"and WRITE, or READ for a topic it reads, to use it)", t), err)
+		case err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists):
 			return nil, fmt.Errorf("kafka: create topic %q with %d partitions: %w", t, want[t], err)
 		}
 	}
 	return a.waitPartitions(want)
+}
+
+// hidden reports whether a fresh metadata request leaves topic out (a
+// topic that exists is left out when the principal may not describe it).
+func (a *Admin) hidden(topic string) bool {
+	have, err := a.Partitions(topic)
+	if err != nil {
+		return false
+	}
+	_, ok := have[topic]
+	return !ok
 }
 
 // waitPartitions waits until metadata shows every topic (creation is
@@ -131,7 +150,8 @@ func (a *Admin) waitPartitions(want map[string]int32) (map[string]int32, error) 
 				}
 			}
 			slices.Sort(missing)
-			return nil, fmt.Errorf("kafka: topics %v not visible 30s after creation", missing)
+			return nil, fmt.Errorf("kafka: topics %v not visible 30s after creation (on a cluster with ACLs: "+
+				"this principal needs WRITE on them, or READ, which imply DESCRIBE; see docs/security.md)", missing)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -235,6 +255,20 @@ func (a *Admin) CheckCommitted(group string, partitions map[string][]int32) erro
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%w: %w", ErrInternalOffsetOutOfRange, errors.Join(bad...))
+	}
+	return nil
+}
+
+// CheckGroup looks up group's coordinator, so that a principal the cluster
+// does not authorize for the group learns it at once: the group client
+// retries that refusal for its whole metadata budget, which with the
+// stable-offset budget is minutes. Only a refusal (ErrRefused) is returned;
+// any other answer (a coordinator not available yet) is left to the group
+// client.
+func (a *Admin) CheckGroup(group string) error {
+	_, err := a.client.Coordinator(group)
+	if IsRefused(err) {
+		return Refused(fmt.Sprintf("group %q (it needs READ on the group)", group), err)
 	}
 	return nil
 }
