@@ -372,3 +372,46 @@ func craftBatch(codec int16, records []byte) []byte {
 	binary.BigEndian.PutUint32(raw[17:21], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return raw
 }
+
+// A through topic is an ordinary topic others may write to. A record
+// written there by another producer with a lineage header longer than any
+// lineage (here 700 KiB, over the 512 KiB the output accepts) must not
+// pass for the record's lineage: its copy would not fit the output, nor
+// its rejected copy the rejected topic (the lineage is never cut), and the
+// replica would abort on it until it stopped. It is taken for what it is,
+// a record of the through topic, and flows on with that lineage.
+func TestForeignLineageHeaderIsNotTrusted(t *testing.T) {
+	env := enginetest.New(t)
+	in, mid, out, app := env.Name("in"), env.Name("mid"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 1)
+	env.CreateTopic(mid, 1)
+	half := strconv.Itoa(512 << 10)
+	env.CreateTopicConfigs(out, 1, map[string]*string{"max.message.bytes": &half})
+	env.Produce(in, 0, 20)
+	env.ProduceLarge(&kgo.Record{Topic: mid, Key: []byte("foreign"), Value: []byte("written by another producer"),
+		Headers: []kgo.RecordHeader{{Key: engine.HeaderSource, Value: bytes.Repeat([]byte{'s'}, 700<<10)}}})
+
+	r := env.Start(env.Config(app, "r1"), compile(t, throughTopology(in, mid, out)))
+	env.WaitCount(out, 21, 30*time.Second)
+	if err, stopped := r.Wait(0); stopped {
+		t.Fatalf("the replica stopped: %v", err)
+	}
+	if err := r.Stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var foreign []verify.Record
+	for _, o := range env.Read(out) {
+		if string(o.Key) == "foreign" {
+			foreign = append(foreign, o)
+		}
+	}
+	if len(foreign) != 1 {
+		t.Fatalf("%d outputs of the foreign record, want 1", len(foreign))
+	}
+	if got, want := foreign[0].Headers[engine.HeaderSource], mid+"/0/0"; got != want {
+		t.Errorf("lineage of the foreign record's output %.40q, want %s", got, want)
+	}
+	if s := r.E.Stats(); s.Aborted != 0 || s.Rejected != 0 {
+		t.Errorf("stats %+v: want no abort, no rejection", s)
+	}
+}

@@ -168,7 +168,7 @@ func (d *driver) sourceBytes() []byte {
 	r := d.inRecord
 	if d.internal[r.Topic] {
 		for i := len(r.Headers) - 1; i >= 0; i-- {
-			if r.Headers[i].Key == HeaderSource {
+			if r.Headers[i].Key == HeaderSource && len(r.Headers[i].Value) <= maxLineage {
 				d.lineageBytes = r.Headers[i].Value
 				return d.lineageBytes
 			}
@@ -188,6 +188,13 @@ func (d *driver) sourceBytes() []byte {
 	d.lineageBytes = b[start:len(b):len(b)]
 	return d.lineageBytes
 }
+
+// maxLineage is the longest lineage: a topic name (249 characters at
+// most), a partition and an offset. A longer lineage header on a record of
+// a through topic was not written by a replica (others may write to that
+// topic): the record is its own lineage, as it would be without one, so a
+// foreign header cannot make its outputs or rejected copy too large.
+const maxLineage = 249 + 1 + 10 + 1 + 19
 
 // lineageChunk is the size of the arrays lineages are cut from: one
 // allocation per some hundred records instead of one per record. A chunk
