@@ -365,8 +365,12 @@ func matrixRun(t *testing.T, ctx context.Context, tr *transcript, m mechanism, p
 	ok("topics describe", code == 0 && strings.Contains(stdout, in), fmt.Sprintf("exit %d: %s %s", code, stdout, tail(stderr)))
 	code, stdout, stderr = of("sinks", "status", "--app-id", app)
 	ok("sinks status", code == 0, fmt.Sprintf("exit %d: %s %s", code, stdout, tail(stderr)))
-	code, stdout, stderr = of("dlq", "list", "--app-id", app, "--sink", "none")
-	ok("dlq list", code == 0 || code == exitError && strings.Contains(stderr, "none"), fmt.Sprintf("exit %d: %s %s", code, stdout, tail(stderr)))
+	// An empty dead-letter topic, as a topology with a sink "hook" has.
+	if code, stdout, stderr = of("topics", "create", app+"-sink-hook-dlq"); code != 0 {
+		t.Errorf("topics create %s-sink-hook-dlq: exit %d: %s %s", app, code, stdout, tail(stderr))
+	}
+	code, stdout, stderr = of("dlq", "list", "--app-id", app, "--sink", "hook")
+	ok("dlq list", code == 0 && strings.Contains(stdout, "0 dead letters"), fmt.Sprintf("exit %d: %s %s", code, stdout, tail(stderr)))
 	code, logs := tr.stop(t, r)
 	ok("run copy (stop)", code == 0 && strings.Contains(logs, "300 in, 300 out"), fmt.Sprintf("exit %d: %s", code, tail(logs)))
 
@@ -584,6 +588,33 @@ func TestSecurityWrongPasswordAndSecrets(t *testing.T) {
 					args, code, took, exitError, tail(stderr))
 			}
 			t.Logf("%v with a wrong password: exit %d after %v: %s", args, code, took.Round(10*time.Millisecond), lastLine(stderr))
+		}
+	})
+
+	t.Run("certificates refused", func(t *testing.T) {
+		ssl, ca := s.get(t, "SSL"), s.get(t, "CA")
+		for _, tc := range []struct {
+			name  string
+			flags []string
+			want  string
+		}{
+			{"no client certificate", []string{"-b", ssl, "--tls", "--tls-ca", ca}, "remote error: tls"},
+			{"the broker's CA not trusted", []string{"-b", ssl, "--tls", "--tls-cert", s.get(t, "CLIENT_CERT"), "--tls-key", s.get(t, "CLIENT_KEY")}, "certificate signed by unknown authority"},
+		} {
+			for _, args := range [][]string{
+				{"topics", "list"},
+				{"run", "copy", "--input", run + "-x", "--output", run + "-y", "--app-id", run + "-app", "--instance-id", "r1", "--state-dir", t.TempDir()},
+			} {
+				start := time.Now()
+				rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+				code, _, stderr := tr.onceflow(t, rctx, nil, append(args, tc.flags...)...)
+				cancel()
+				took := time.Since(start)
+				if code != exitError || took > 15*time.Second || !strings.Contains(stderr, tc.want) {
+					t.Errorf("%v, %s: exit %d after %v, want %d within 15s and %q; stderr:\n%s", args, tc.name, code, took, exitError, tc.want, tail(stderr))
+				}
+				t.Logf("%v, %s: exit %d after %v: %s", args, tc.name, code, took.Round(10*time.Millisecond), lastLine(stderr))
+			}
 		}
 	})
 
