@@ -115,3 +115,24 @@ func TestPunctuatorEffectsOnceAcrossCrash(t *testing.T) {
 	}
 	t.Logf("%d flushed before the crash; %+v", before, r.E.Stats())
 }
+
+// A wall-clock punctuator that finds nothing to do leaves no transaction
+// behind: an idle replica does not commit (nor sync its state) every
+// interval.
+func TestIdlePunctuatorCommitsNothing(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 2)
+	r := env.Start(stateConfig(env, app, "r1", t.TempDir()), compile(t, flushTopology(in, out)))
+	r.WaitReady(t, 60*time.Second)
+	time.Sleep(time.Second) // twenty intervals of 50 ms
+	if s := r.E.Stats(); s.Committed != 0 || s.Aborted != 0 {
+		t.Errorf("idle: %d transactions committed, %d aborted; want none", s.Committed, s.Aborted)
+	}
+	env.Produce(in, 0, 10)
+	waitFor(t, "the flush of 10 records", 30*time.Second, func() bool { return flushed(env, out) == 10 })
+	r.Stop()
+	if s := r.E.Stats(); s.Committed == 0 {
+		t.Error("no transaction committed after input")
+	}
+}

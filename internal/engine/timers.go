@@ -6,6 +6,7 @@ package engine
 // rewind starts it afresh.
 
 import (
+	"context"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
@@ -69,9 +70,13 @@ func (d *driver) streamTimers(b *kafka.Batch, task statestore.Task) error {
 }
 
 // wallTimers fires the wall-clock punctuators that became due on the
-// session's tasks, opening a transaction when none is.
+// session's tasks, opening a transaction when none is. A transaction it
+// opened in which the punctuations did nothing is closed again at once,
+// without a commit: an idle replica does not commit, nor sync its state,
+// every interval.
 func (d *driver) wallTimers() {
 	now := d.e.cfg.Now()
+	opened := false
 	for topic, parts := range d.s.Claims() {
 		if d.e.g.Source(topic) == nil {
 			continue
@@ -85,8 +90,11 @@ func (d *driver) wallTimers() {
 				if !d.sched.Due(tm, p, now) {
 					continue
 				}
-				if !d.open && !d.begin() {
-					return
+				if !d.open {
+					if !d.begin() {
+						return
+					}
+					opened = true
 				}
 				if err := d.punctuate(tm, statestore.Task{SubTopology: sub, Partition: p}, now); err != nil {
 					d.fail("state", err)
@@ -95,6 +103,36 @@ func (d *driver) wallTimers() {
 			}
 		}
 	}
+	if opened && d.idle() {
+		d.closeIdle()
+	}
+}
+
+// idle reports whether the open transaction holds nothing: no input, no
+// output or rejection, no state change.
+func (d *driver) idle() bool {
+	return d.records == 0 && len(d.offsets) == 0 && len(d.pending.out) == 0 && len(d.pending.rejected) == 0 &&
+		(d.txn == nil || d.txn.Empty())
+}
+
+// closeIdle ends an open transaction that holds nothing. With nothing
+// sent to any partition, sarama's abort is local (no EndTxn).
+func (d *driver) closeIdle() {
+	if d.e.cfg.ExactlyOnce {
+		ctx, cancel := context.WithTimeout(context.Background(), d.e.cfg.Timeouts.Commit)
+		err := d.p.Abort(ctx)
+		cancel()
+		if err != nil {
+			d.fail("abort", err)
+			return
+		}
+	}
+	if d.txn != nil {
+		d.txn.Discard()
+		d.txn = nil
+		d.state.Begin(nil)
+	}
+	d.reset()
 }
 
 // firstSource is the source of sub whose topic sorts first.
