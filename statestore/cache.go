@@ -8,7 +8,7 @@ import (
 // DefaultReadCacheEntries is the default of Options.ReadCacheEntries.
 const DefaultReadCacheEntries = 1 << 16
 
-// readCache holds committed values (and known absences) of data keys, so a
+// readCache holds committed values (and deletions) of data keys, so a
 // Txn reads a hot key from memory instead of seeking Pebble's memtables and
 // tables. It is a two-generation map: lookups promote from the old
 // generation to the new one, and when the new one fills, the old one is

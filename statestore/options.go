@@ -49,7 +49,7 @@ type Options struct {
 	MemTableSize int64
 
 	// ReadCacheEntries bounds the cache of committed values that Txn reads
-	// go through (recently read or written keys, and keys known absent):
+	// go through (keys recently read and found, and keys recently written):
 	// between one and two times this many entries are kept. Default (0):
 	// DefaultReadCacheEntries; negative: no cache.
 	ReadCacheEntries int
