@@ -150,12 +150,9 @@ var badCases = []badCase{
 	}), orders: tooLarge, copy: tooLarge},
 	{name: "state key larger than the changelog accepts (customer of 1.5 MiB)", rec: withJSON(`"customer":"` + strings.Repeat("c", 3*mib/2) + `"`), orders: tooLarge, copy: tooLarge},
 	{name: "timestamp 50 years ahead", rec: good(func(r *kgo.Record) { r.Timestamp = time.Now().AddDate(50, 0, 0) }), orders: badStamp, copy: badStamp},
+	{name: "no timestamp (-1)", rec: good(func(r *kgo.Record) { r.Timestamp = time.UnixMilli(-1) }), orders: toOutput, copy: toOutput, check: sameStamp},
 	{name: "timestamp in 1971", rec: good(func(r *kgo.Record) { r.Timestamp = time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC) }), orders: toOutput, copy: toOutput,
-		check: func(t *testing.T, in *kgo.Record, out verify.Record) {
-			if !out.Timestamp.Equal(in.Timestamp) {
-				t.Errorf("copy stamped %v, want the input's %v", out.Timestamp, in.Timestamp)
-			}
-		}},
+		check: sameStamp},
 }
 
 // sameBytes checks that the copy kept the input's key and value byte for
@@ -164,6 +161,14 @@ func sameBytes(t *testing.T, in *kgo.Record, out verify.Record) {
 	t.Helper()
 	if !bytes.Equal(in.Key, out.Key) || !bytes.Equal(in.Value, out.Value) {
 		t.Errorf("copy changed the bytes: key %q value %q, want key %q value %q", out.Key, out.Value, in.Key, in.Value)
+	}
+}
+
+// sameStamp checks that the copy kept the input's timestamp.
+func sameStamp(t *testing.T, in *kgo.Record, out verify.Record) {
+	t.Helper()
+	if !out.Timestamp.Equal(in.Timestamp) {
+		t.Errorf("copy stamped %v, want the input's %v", out.Timestamp, in.Timestamp)
 	}
 }
 
