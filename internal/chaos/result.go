@@ -114,8 +114,12 @@ func (r Result) String() string {
 		r.BrokerKills, r.BrokerRestarts, r.CoordinatorKills, r.GroupCoordinatorKills)
 	fmt.Fprintf(&b, "  network faults            %d %v (one replica <-> one broker; %d connections through the proxies)\n",
 		r.NetworkFaults, r.NetworkFaultsByMode, r.ProxiedConnections)
-	fmt.Fprintf(&b, "  request faults            %d: injected errors %d %v, delays %d %v\n",
-		r.RequestFaults, sum(r.InjectedErrors), r.InjectedErrors, sum(r.InjectedDelays), r.InjectedDelays)
+	if r.RequestFaults > 0 {
+		fmt.Fprintf(&b, "  request faults            %d: injected errors %d %v, delays %d %v\n",
+			r.RequestFaults, sum(r.InjectedErrors), r.InjectedErrors, sum(r.InjectedDelays), r.InjectedDelays)
+	} else {
+		fmt.Fprintf(&b, "  request faults            0 (injected errors and delays: embedded broker only)\n")
+	}
 	fmt.Fprintf(&b, "  replica exits on their own %d\n", r.UnexpectedExits)
 	fmt.Fprintf(&b, "  duration                  %.1fs of faults, all input committed after %.1fs\n", r.FaultSeconds, r.Seconds)
 	fmt.Fprintf(&b, "  longest partition stall   %.1fs (partition %d; committed offset still with input pending)\n", r.LongestStallSeconds, r.LongestStallPartition)

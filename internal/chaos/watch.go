@@ -34,7 +34,7 @@ type watcher struct {
 		longestP   int32
 		oldestSeen float64
 		samples    []Sample
-		failing    string // what the last sample failed to read; "" none
+		failing    string // how the last sample failed; "" it did not
 	}
 }
 
@@ -115,14 +115,14 @@ func (w *watcher) sample(ctx context.Context) {
 	})
 }
 
-// failed logs the first of a run of failed samples.
+// failed logs a failed sample unless the previous one failed the same way.
 func (w *watcher) failed(what string, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.mu.failing != what {
+	if why := what + ": " + err.Error(); w.mu.failing != why {
 		w.log.Warn("watch: sample failed", "reading", what, "at", time.Since(w.start).Round(time.Second), "error", err)
+		w.mu.failing = why
 	}
-	w.mu.failing = what
 }
 
 // offsets returns the group's committed offset per input partition.
