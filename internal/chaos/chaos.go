@@ -350,7 +350,7 @@ func (r *runner) run(ctx context.Context) error {
 		events, r.input, cfg.Rate, cfg.Faults, cfg.Duration)
 
 	start := time.Now()
-	r.watch = newWatcher(r.adm, r.app, r.input, r.reps, r.http, start, cfg.Logger.Named("watch"))
+	r.watch = newWatcher(r.adm, r.brokers, r.app, r.input, r.reps, r.http, start, cfg.Logger.Named("watch"))
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // watcher samples, once a tick, each input partition's committed offset
@@ -20,6 +21,7 @@ import (
 // onceflow_oldest_pending_seconds.
 type watcher struct {
 	adm          *kadm.Client
+	brokers      []string
 	group, input string
 	reps         []*replica
 	http         *http.Client
@@ -38,8 +40,8 @@ type watcher struct {
 	}
 }
 
-func newWatcher(adm *kadm.Client, group, input string, reps []*replica, client *http.Client, start time.Time, log hclog.Logger) *watcher {
-	w := &watcher{adm: adm, group: group, input: input, reps: reps, http: client, start: start, log: log}
+func newWatcher(adm *kadm.Client, brokers []string, group, input string, reps []*replica, client *http.Client, start time.Time, log hclog.Logger) *watcher {
+	w := &watcher{adm: adm, brokers: brokers, group: group, input: input, reps: reps, http: client, start: start, log: log}
 	w.mu.last, w.mu.since = map[int32]int64{}, map[int32]time.Time{}
 	return w
 }
@@ -87,6 +89,13 @@ func (w *watcher) sample(ctx context.Context) {
 	// A partition whose end offset cannot be read now (its leader down)
 	// is judged at the next sample that reads it.
 	ends, err := w.adm.ListEndOffsets(sctx, w.input)
+	if err != nil || ends.Error() != nil {
+		// As for the offsets: a leader it cannot dial may stay cached.
+		err = w.fresh(func(adm *kadm.Client) error {
+			ends, err = adm.ListEndOffsets(sctx, w.input)
+			return err
+		})
+	}
 	if err != nil {
 		w.failed("end offsets", err)
 		return
@@ -128,6 +137,16 @@ func (w *watcher) failed(what string, err error) {
 // offsets returns the group's committed offset per input partition.
 func (w *watcher) offsets(ctx context.Context) (map[int32]int64, error) {
 	resp, err := w.adm.FetchOffsets(ctx, w.group)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		// franz-go keeps a group coordinator it cannot dial cached until
+		// that broker is back (measured: 40 s after a kill -9, while
+		// FindCoordinator named the new one after 11 s): ask again with
+		// a client of its own.
+		err = w.fresh(func(adm *kadm.Client) error {
+			resp, err = adm.FetchOffsets(ctx, w.group)
+			return err
+		})
+	}
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return map[int32]int64{}, nil
 	}
@@ -141,6 +160,16 @@ func (w *watcher) offsets(ctx context.Context) (map[int32]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// fresh calls fn with an admin client of its own, closed afterwards.
+func (w *watcher) fresh(fn func(*kadm.Client) error) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(w.brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return fn(kadm.NewClient(cl))
 }
 
 // committed is the sum of the group's committed offsets on the input.
