@@ -59,7 +59,7 @@ type Status struct {
 	// Sinks are the delivery counts of the topology's external sinks.
 	Sinks []SinkStatus
 	// State is the local state's size per store and task, measured every
-	// 30 s (exactly for a store under 16 MiB, else Pebble's estimate of its
+	// 30 s (exactly for a store under 8 MiB, else Pebble's estimate of its
 	// files); StateDiskBytes is the size of all the state's files and
 	// StateMemTableBytes what its memtables allocated.
 	State                              []StoreStatus

@@ -23,8 +23,8 @@ const stateSizeInterval = 30 * time.Second
 // estimate misses, included), as long as one measurement has read less
 // than exactBudget.
 const (
-	exactLimit  = 16 << 20
-	exactBudget = 64 << 20
+	exactLimit  = 8 << 20
+	exactBudget = 32 << 20
 )
 
 // stateSizes remembers which (store, task) series the state-size gauge
@@ -72,6 +72,7 @@ func (e *Engine) measureState() {
 	s := &e.sizes
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	began := time.Now()
 	now := map[statestore.StoreTask]bool{}
 	budget := int64(exactBudget)
 	for _, st := range append(kept, s.mu.owned...) {
@@ -96,6 +97,7 @@ func (e *Engine) measureState() {
 		e.m.stateDisk.Set(float64(u.Disk))
 		e.m.stateMemTable.Set(float64(u.MemTable))
 	}
+	e.log.Debug("state measured", "stores", len(now), "read_exactly", exactBudget-budget, "took", time.Since(began))
 }
 
 // storeBytes measures one store of one task: exactly while small and
