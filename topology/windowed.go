@@ -12,9 +12,16 @@ import (
 	"github.com/onceflow/onceflow/serde"
 )
 
-// ReasonLate is the rejection reason of a record that arrives after every
-// window it belongs to has closed (window end plus grace, see Windows).
-const ReasonLate = "late"
+// Rejection reasons of the windowed stages.
+const (
+	// ReasonLate: the record arrived after every window it belongs to
+	// had closed (window end plus grace, see Windows).
+	ReasonLate = "late"
+	// ReasonInvalidTimestamp: the record has no timestamp (Kafka's -1) or
+	// a negative one, so it belongs to no window (Kafka Streams' default
+	// timestamp extractor fails on it; onceflow rejects it visibly).
+	ReasonInvalidTimestamp = "invalid-timestamp"
+)
 
 // WindowedStream is a grouped stream cut into windows, to aggregate per
 // key and window. Create one with Grouped.WindowedBy.
@@ -163,6 +170,9 @@ func (s *windowed[K, V, A]) process(c *graph.Context, r graph.Record) error {
 		return graph.ErrNoState
 	}
 	rec := in[K, V]{r: r, k: as[K](r.Key), v: as[V](r.Value), ts: r.Timestamp.UnixMilli()}
+	if rec.ts < 0 {
+		return &graph.Rejection{Reason: ReasonInvalidTimestamp, Detail: fmt.Sprintf("timestamp %d ms: a windowed aggregation needs a timestamp of 0 or more", rec.ts)}
+	}
 	var err error
 	if rec.kb, err = s.kc.Encode(rec.k); err != nil {
 		return fmt.Errorf("key: %w", err)

@@ -323,3 +323,16 @@ func TestWindowStateGoesAtClose(t *testing.T) {
 		t.Errorf("%d store entries (%v), want 3", n, err)
 	}
 }
+
+// A record without a timestamp (Kafka's -1) belongs to no window: it is
+// rejected with its reason and changes nothing.
+func TestWindowRejectsRecordsWithoutTimestamp(t *testing.T) {
+	w := newWindowed(t, topology.TumblingWindows(time.Hour), false)
+	if err := w.in.PipeRecord(topologytest.Record[string, string]{Key: "u1", Value: "page", Timestamp: time.UnixMilli(-1)}); err != nil {
+		t.Fatal(err)
+	}
+	w.expect("no timestamp")
+	w.expectRejected("no timestamp", topology.ReasonInvalidTimestamp)
+	w.pipe("u1", 0)
+	w.expect("the next record", "u1[0s,1h0m0s]=1")
+}
