@@ -3,6 +3,7 @@ package topologytest_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,5 +147,33 @@ func TestFailedPunctuationLeavesNothing(t *testing.T) {
 	}
 	if got, want := readSums(t, d), []string{"a=2"}; !slices.Equal(got, want) {
 		t.Errorf("after the failure %v, want %v", got, want)
+	}
+}
+
+// Validate refuses punctuators that cannot work, all at once.
+func TestPunctuatorMistakes(t *testing.T) {
+	tp := topology.New("bad")
+	in := topology.Source(tp, "in", serde.String(), serde.Int64())
+	noop := func(topology.Context[string, int64], time.Time) error { return nil }
+	filtered := topology.Filter(in, func(string, int64) bool { return true })
+	topology.Punctuate(filtered, topology.WallClockTime, time.Second, noop)
+	stateless := topology.Process(in, "stateless", func(topology.Context[string, int64], topology.Record[string, int64]) error { return nil })
+	topology.Punctuate(stateless, topology.StreamTime, time.Second, noop)
+	topology.Punctuate(stateless, topology.WallClockTime, 0, noop)
+	topology.Punctuate(stateless, topology.WallClockTime, time.Second, nil)
+	topology.To(filtered, "out", serde.String(), serde.Int64())
+	err := tp.Validate()
+	if err == nil {
+		t.Fatal("Validate accepted the mistakes")
+	}
+	for _, want := range []string{
+		`punctuate: filter "filter-1" is not a Process stage`,
+		`punctuate "stateless": a stream-time punctuator needs its Process stage to declare a store`,
+		`punctuate "stateless": interval 0s must be at least 1ms`,
+		`punctuate "stateless": function is nil`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in\n%v", want, err)
+		}
 	}
 }
