@@ -118,7 +118,7 @@ func (r Result) String() string {
 		fmt.Fprintf(&b, "  request faults            %d: injected errors %d %v, delays %d %v\n",
 			r.RequestFaults, sum(r.InjectedErrors), r.InjectedErrors, sum(r.InjectedDelays), r.InjectedDelays)
 	} else {
-		fmt.Fprintf(&b, "  request faults            0 (injected errors and delays: embedded broker only)\n")
+		fmt.Fprintf(&b, "  request faults            0 (none injected; a fault of the embedded broker only)\n")
 	}
 	fmt.Fprintf(&b, "  replica exits on their own %d\n", r.UnexpectedExits)
 	fmt.Fprintf(&b, "  duration                  %.1fs of faults, all input committed after %.1fs\n", r.FaultSeconds, r.Seconds)
