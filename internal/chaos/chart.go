@@ -43,22 +43,12 @@ func Chart(r Result) (*plot.Plot, error) {
 	p.Y.Label.Text = "committed input records/s"
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
-	// One line per run of samples at most chartGap apart: a gap (the
-	// group's offsets could not be read) stays a gap, not a slope.
-	var runs []plotter.XYs
+	runs := rateRuns(r.Throughput)
 	peak := 0.0
-	for i := 1; i < len(r.Throughput); i++ {
-		a, b := r.Throughput[i-1], r.Throughput[i]
-		dt := b.At - a.At
-		if dt <= 0 {
-			continue
+	for _, run := range runs {
+		for _, xy := range run {
+			peak = max(peak, xy.Y)
 		}
-		if dt > chartGap || len(runs) == 0 {
-			runs = append(runs, nil)
-		}
-		v := max(0, float64(b.Committed-a.Committed)/dt)
-		runs[len(runs)-1] = append(runs[len(runs)-1], plotter.XY{X: b.At, Y: v})
-		peak = max(peak, v)
 	}
 	if peak == 0 {
 		peak = 1
@@ -94,6 +84,26 @@ func Chart(r Result) (*plot.Plot, error) {
 	}
 	p.Y.Min, p.Y.Max = 0, top
 	return p, nil
+}
+
+// rateRuns turns the samples into committed records per second, one run
+// of points per stretch of samples at most chartGap apart: a gap (the
+// group's offsets could not be read) stays a gap, not a slope.
+func rateRuns(samples []Sample) []plotter.XYs {
+	var runs []plotter.XYs
+	for i := 1; i < len(samples); i++ {
+		a, b := samples[i-1], samples[i]
+		dt := b.At - a.At
+		if dt <= 0 {
+			continue
+		}
+		if dt > chartGap || len(runs) == 0 {
+			runs = append(runs, nil)
+		}
+		v := max(0, float64(b.Committed-a.Committed)/dt)
+		runs[len(runs)-1] = append(runs[len(runs)-1], plotter.XY{X: b.At, Y: v})
+	}
+	return runs
 }
 
 // WriteChart writes Chart as SVG to path, and as PNG beside it when path
