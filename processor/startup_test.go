@@ -72,8 +72,10 @@ func TestRunFailsClearlyOnMissingAndUnpartneredTopics(t *testing.T) {
 	}
 }
 
-// Cancelled while it cannot create its producer (the coordinator refuses
-// the transactional id), Run still stops cleanly: nil, as promised.
+// Cancelled while it cannot create its producer (the coordinator keeps
+// answering that it is not available, which is retried), Run still stops
+// cleanly: nil, as promised. (A refusal, such as a missing
+// transactional-id ACL, stops the replica with an error instead.)
 func TestRunReturnsNilWhenCancelledCreatingProducer(t *testing.T) {
 	env := enginetest.New(t)
 	if env.Broker == nil {
@@ -81,7 +83,7 @@ func TestRunReturnsNilWhenCancelledCreatingProducer(t *testing.T) {
 	}
 	in := env.Name("in")
 	env.CreateTopic(in, 1)
-	h := env.Broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.InitProducerID}, Err: kerr.TransactionalIDAuthorizationFailed, Count: -1})
+	h := env.Broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.InitProducerID}, Err: kerr.CoordinatorNotAvailable, Count: -1})
 	defer h.Remove()
 	p, err := processor.New(processor.Config{Brokers: env.Brokers, ApplicationID: env.Name("app"), InstanceID: "r1"}, copyTopic(in, env.Name("out")))
 	if err != nil {
