@@ -117,7 +117,7 @@ func TestMemoryStaysBoundedWithASlowOutput(t *testing.T) {
 // kafka.MaxBatchBytes), the open transaction's records in the producer (up
 // to maxTxnBytes), sarama's per-partition buffer (1024 records) and fetch
 // responses, with room for the collector's timing. Measured (backlogs of
-// 156 to 750 MiB): about 65 MiB with 1 KiB records, 105 MiB with 16 KiB.
+// 156 to 375 MiB): about 65 MiB with 1 KiB records, 105 MiB with 16 KiB.
 const memoryBound = 160 << 20
 
 func memoryWithSlowOutput(t *testing.T, records, size int, delay time.Duration) {
