@@ -150,7 +150,12 @@ var badCases = []badCase{
 	}), orders: tooLarge, copy: tooLarge},
 	{name: "state key larger than the changelog accepts (customer of 1.5 MiB)", rec: withJSON(`"customer":"` + strings.Repeat("c", 3*mib/2) + `"`), orders: tooLarge, copy: tooLarge},
 	{name: "timestamp 50 years ahead", rec: good(func(r *kgo.Record) { r.Timestamp = time.Now().AddDate(50, 0, 0) }), orders: badStamp, copy: badStamp},
-	{name: "no timestamp (-1)", rec: good(func(r *kgo.Record) { r.Timestamp = time.UnixMilli(-1) }), orders: toOutput, copy: toOutput, check: sameStamp},
+	{name: "no timestamp (-1)", rec: good(func(r *kgo.Record) { r.Timestamp = time.UnixMilli(-1) }), orders: toOutput, copy: toOutput,
+		check: func(t *testing.T, _ *kgo.Record, out verify.Record) {
+			if d := time.Since(out.Timestamp); d < -time.Minute || d > 10*time.Minute {
+				t.Errorf("copy stamped %v, want the clock", out.Timestamp)
+			}
+		}},
 	{name: "timestamp in 1971", rec: good(func(r *kgo.Record) { r.Timestamp = time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC) }), orders: toOutput, copy: toOutput,
 		check: sameStamp},
 }
@@ -418,5 +423,44 @@ func TestForeignLineageHeaderIsNotTrusted(t *testing.T) {
 	}
 	if s := r.E.Stats(); s.Aborted != 0 || s.Rejected != 0 {
 		t.Errorf("stats %+v: want no abort, no rejection", s)
+	}
+}
+
+// Records without a timestamp (-1, which Kafka keeps as "none") are copied
+// and stamped when produced, like a producer record without one. sarama
+// cannot encode a time before 1970: before, an output stamped -1 failed
+// its whole produce request, every transaction holding it aborted and the
+// replica stopped.
+func TestNoTimestampIsStampedByTheProducer(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 1)
+	// In one batch after a record with a timestamp, so they read back as
+	// one millisecond before 1970; one record per transaction, so each
+	// starts a batch of its own on the way out.
+	var rs []*kgo.Record
+	for i := range 10 {
+		ts := time.UnixMilli(-1)
+		if i == 0 {
+			ts = time.Now()
+		}
+		rs = append(rs, &kgo.Record{Topic: in, Key: []byte("k"), Value: fmt.Appendf(nil, "v-%d", i), Timestamp: ts})
+	}
+	env.ProduceRecords(rs...)
+	before := time.Now().Add(-time.Minute)
+	cfg := env.Config(app, "r1")
+	cfg.CommitRecords = 1
+	r := env.Start(cfg, compile(t, copyex.Topology(in, out)))
+	env.WaitCount(out, 10, 30*time.Second)
+	if err := r.Stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for _, o := range env.Read(out) {
+		if o.Timestamp.Before(before) || o.Timestamp.After(time.Now().Add(time.Minute)) {
+			t.Errorf("output %s stamped %v, want the clock", o.Value, o.Timestamp)
+		}
+	}
+	if s := r.E.Stats(); s.Aborted != 0 {
+		t.Errorf("stats %+v: want no abort", s)
 	}
 }

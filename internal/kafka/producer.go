@@ -14,6 +14,9 @@ import (
 	"github.com/onceflow/onceflow/internal/record"
 )
 
+// unixEpoch is the earliest timestamp a record can carry.
+var unixEpoch = time.Unix(0, 0)
+
 // Message is one record to produce. Partition is chosen by the caller.
 type Message struct {
 	Topic     string
@@ -232,7 +235,13 @@ type outMessage struct {
 func (p *Producer) message(m *Message) *sarama.ProducerMessage {
 	o := &outMessage{key: m.Key, value: m.Value}
 	pm := &o.pm
-	pm.Topic, pm.Partition, pm.Timestamp = m.Topic, m.Partition, m.Timestamp
+	pm.Topic, pm.Partition = m.Topic, m.Partition
+	// A time before 1970 is none: Kafka's -1 (no timestamp) reads back as
+	// 1 ms before 1970, which sarama cannot write (the whole request would
+	// fail); left zero, sarama stamps the record with the clock.
+	if !m.Timestamp.Before(unixEpoch) {
+		pm.Timestamp = m.Timestamp
+	}
 	if m.Key != nil {
 		pm.Key = &o.key
 	}
