@@ -3,6 +3,7 @@ package processor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,36 @@ func TestRunReturnsNilWhenCancelledCreatingProducer(t *testing.T) {
 		}
 	case <-time.After(p.StopBound()):
 		t.Fatalf("Run did not return within %v of the cancel", p.StopBound())
+	}
+}
+
+// A coordinator that refuses the transactional id (the principal lacks
+// the TransactionalId ACL) stops Run at once with an error naming the ACL,
+// instead of retrying the producer's creation until cancelled.
+func TestRunStopsWhenTheTransactionalIDIsRefused(t *testing.T) {
+	env := enginetest.New(t)
+	if env.Broker == nil {
+		t.Skip("injects InitProducerID errors with the embedded broker's faults")
+	}
+	in := env.Name("in")
+	env.CreateTopic(in, 1)
+	h := env.Broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.InitProducerID}, Err: kerr.TransactionalIDAuthorizationFailed, Count: -1})
+	defer h.Remove()
+	app := env.Name("app")
+	p, err := processor.New(processor.Config{Brokers: env.Brokers, ApplicationID: app, InstanceID: "r1"}, copyTopic(in, env.Name("out")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = p.Run(ctx)
+	if err == nil || ctx.Err() != nil || time.Since(start) > 15*time.Second {
+		t.Fatalf("Run: %v after %v (context: %v), want a refusal within 15s", err, time.Since(start), ctx.Err())
+	}
+	for _, want := range []string{"refused by the cluster", fmt.Sprintf("WRITE on TransactionalId %q", app+"-r1")} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }
