@@ -40,8 +40,9 @@ func (e *Engine) readStamps(admin *kafka.Admin, written []string) {
 }
 
 // refuseStamp returns the error the broker would answer a record for topic
-// stamped ts with (within stampMargin), or nil. A zero ts is stamped by the
-// producer with the wall clock.
+// stamped ts with (within stampMargin), or nil. A zero ts, or one before
+// 1970 (Kafka's -1, no timestamp), is stamped by the producer with the wall
+// clock.
 func (e *Engine) refuseStamp(topic string, ts time.Time) *errTimestamp {
 	return e.refuseStampAt(topic, ts, time.Time{})
 }
@@ -49,7 +50,7 @@ func (e *Engine) refuseStamp(topic string, ts time.Time) *errTimestamp {
 // refuseStampAt is refuseStamp with the clock read at now (zero: read it).
 func (e *Engine) refuseStampAt(topic string, ts, now time.Time) *errTimestamp {
 	b, ok := e.stamps[topic]
-	if !ok || ts.IsZero() {
+	if !ok || ts.Before(time.Unix(0, 0)) {
 		return nil
 	}
 	if now.IsZero() {

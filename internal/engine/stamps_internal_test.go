@@ -37,7 +37,8 @@ func TestRefuseStamp(t *testing.T) {
 		{"old", now.AddDate(1, 0, 0), false},
 		{"free", now.AddDate(50, 0, 0), false},
 		{"unknown", now.AddDate(50, 0, 0), false},
-		{"out", time.Time{}, false}, // the producer stamps it
+		{"out", time.Time{}, false},        // the producer stamps it
+		{"old", time.UnixMilli(-1), false}, // none (Kafka's -1): the producer stamps it too
 	} {
 		if got := e.refuseStamp(tc.topic, tc.ts) != nil; got != tc.refused {
 			t.Errorf("%s at %v: refused %v, want %v", tc.topic, tc.ts.Sub(now), got, tc.refused)
