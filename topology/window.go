@@ -45,7 +45,8 @@ func (k windowKind) String() string {
 // skew) moves beyond the last instant a record could still join it:
 //
 //   - tumbling and hopping: windows are [start, end), end excluded,
-//     aligned to the Unix epoch; closed once stream time >= end + grace;
+//     aligned to the Unix epoch (none starts before it, as in Kafka
+//     Streams); closed once stream time >= end + grace;
 //   - sliding: windows are [start, end], both included; closed once
 //     stream time > end + grace;
 //   - session: [start, end] spans the session's records; closed once
@@ -53,6 +54,8 @@ func (k windowKind) String() string {
 //
 // A record all of whose windows are closed is late: it is rejected with
 // reason "late" to the rejected-records topic, never dropped silently. A
+// record stamped beyond the wall clock plus the allowed skew is rejected
+// with reason "future-timestamp". A
 // record of a hopping window some of whose windows are still open updates
 // those and is not rejected.
 type Windows struct {

@@ -21,6 +21,11 @@ const (
 	// a negative one, so it belongs to no window (Kafka Streams' default
 	// timestamp extractor fails on it; onceflow rejects it visibly).
 	ReasonInvalidTimestamp = "invalid-timestamp"
+	// ReasonFutureTimestamp: the record is stamped beyond the wall clock
+	// plus the allowed clock skew. Stream time cannot reach its window, so
+	// the window would stay open, its result unseen, until the wall clock
+	// caught up (Kafka Streams would instead close every open window).
+	ReasonFutureTimestamp = "future-timestamp"
 )
 
 // WindowedStream is a grouped stream cut into windows, to aggregate per
@@ -195,13 +200,19 @@ func (s *windowed[K, V, A]) process(c *graph.Context, r graph.Record) error {
 	return s.close(c, st, now)
 }
 
-// advance moves the stage's stream time with the record's timestamp
-// (bounded by the wall clock plus the allowed skew) and stores it; it
-// returns the stream time in milliseconds and whether it moved.
+// advance moves the stage's stream time with the record's timestamp and
+// stores it; it returns the stream time in milliseconds and whether it
+// moved. A record stamped beyond the wall clock plus the allowed skew is
+// rejected: stream time stops at that bound, so the record's window would
+// not close before the wall clock reached it.
 func (s *windowed[K, V, A]) advance(st graph.State, r graph.Record) (int64, bool, error) {
 	bounded, err := st.ObserveTime(r.Timestamp)
 	if err != nil {
 		return 0, false, err
+	}
+	if bounded.Before(r.Timestamp) {
+		return 0, false, &graph.Rejection{Reason: ReasonFutureTimestamp, Detail: fmt.Sprintf("timestamp %d ms is %v beyond the latest stream time allowed, %d ms (wall clock plus the allowed clock skew)",
+			r.Timestamp.UnixMilli(), r.Timestamp.Sub(bounded), bounded.UnixMilli())}
 	}
 	b, ok, err := st.Get(s.store, metaStreamTime)
 	if err != nil {
@@ -228,7 +239,7 @@ func (s *windowed[K, V, A]) timeWindows(c *graph.Context, st graph.State, rec in
 	closeBefore := now - s.w.grace.Milliseconds() // a window ending at or before it is closed
 	last := rec.ts - ((rec.ts%adv)+adv)%adv       // the latest window start at or before ts
 	var starts []int64
-	for start := last; start > rec.ts-size; start -= adv {
+	for start := last; start > rec.ts-size && start >= 0; start -= adv { // no window before the epoch, as in Kafka Streams
 		if start+size > closeBefore {
 			starts = append(starts, start)
 		}
@@ -397,7 +408,8 @@ func (s *windowed[K, V, A]) emit(c *graph.Context, st graph.State, dk, kb []byte
 	if err != nil {
 		return fmt.Errorf("window store %q: stored key: %w", s.store, err)
 	}
-	return c.Forward(graph.Record{Key: s.windowedKey(k, start, end), Value: agg, Timestamp: msTime(end)})
+	wk := s.windowedKey(k, start, end)
+	return c.ForwardAlone(graph.Record{Key: wk, Value: agg, Timestamp: msTime(end)}, "final result of window "+wk.String())
 }
 
 // WithTimestamp sets each record's timestamp to ts(k, v), for the windows
@@ -405,7 +417,8 @@ func (s *windowed[K, V, A]) emit(c *graph.Context, st graph.State, dk, kb []byte
 // the consumed record's timestamp. Outputs carry it too, so the bounds of
 // the topics they are written to apply (an output stamped beyond them is
 // rejected, reason timestamp-out-of-range), and stream time moves at most
-// to the wall clock plus the allowed clock skew.
+// to the wall clock plus the allowed clock skew (a windowed aggregation
+// rejects a record stamped beyond it, reason future-timestamp).
 func WithTimestamp[K, V any](s Stream[K, V], ts func(K, V) time.Time) Stream[K, V] {
 	return stage[K, V, K, V](s, "timestamp", "", ts == nil, func(c *graph.Context, r graph.Record) error {
 		r.Timestamp = ts(as[K](r.Key), as[V](r.Value))

@@ -376,6 +376,35 @@ func (c *Context) Forward(r Record) error {
 	return nil
 }
 
+// ForwardAlone forwards r as Forward does, as a unit of its own even when
+// its path fails: an error other than a rejection rolls back what r's path
+// emitted and staged and is recorded as a rejection (processing-error)
+// named by what, instead of failing the record being handled. A node
+// forwards so what the record being handled did not cause, such as the
+// final result of a window its stream time closed: failing that record
+// would roll the close back and fail every later record the same way.
+func (c *Context) ForwardAlone(r Record, what string) error {
+	if c.failed != nil {
+		return c.failed
+	}
+	m := c.out.Mark()
+	err := c.Forward(r)
+	if err == nil || c.failed == nil {
+		return err // a rejection the node's parent handles
+	}
+	c.failed = nil
+	c.out.Rollback(m)
+	rej := &Rejection{Reason: ReasonProcessingError, Detail: what + ": " + err.Error(), Node: c.node.Name}
+	if ne, ok := errors.AsType[*NodeError](err); ok {
+		rej.Node = ne.Node
+	}
+	if err := c.out.Reject(rej); err != nil {
+		c.fail(err)
+		return err
+	}
+	return nil
+}
+
 // fail records the input record's first processing error.
 func (c *Context) fail(err error) {
 	if c.failed == nil {

@@ -84,4 +84,6 @@ const (
 	ReasonDuplicate = "duplicate"
 	ReasonConflict  = "conflict"
 	ReasonStale     = "stale"
+	// ReasonProcessingError: a node failed on the record.
+	ReasonProcessingError = "processing-error"
 )

@@ -265,14 +265,16 @@ func TestWindowedCodec(t *testing.T) {
 	}
 }
 
-// A record stamped far beyond the wall clock moves stream time only to
-// the wall clock plus the allowed skew: it does not close every window.
+// A record stamped far beyond the wall clock does not move stream time
+// (it is rejected, see TestWindowRejectsFarFutureRecords): it does not
+// close every window.
 func TestWindowStreamTimeBoundedByWallClock(t *testing.T) {
 	w := newWindowed(t, topology.TumblingWindows(time.Hour).WithGrace(5*time.Minute), true)
 	wall := 48 * time.Hour // newWindowed's wall clock, from t0; the skew allowed is 1 hour
 	w.pipe("u1", wall+10*time.Minute)
-	w.pipe("u2", wall+5*24*time.Hour) // stream time moves to wall + 1h only
+	w.pipe("u2", wall+5*24*time.Hour)
 	w.expect("after a far-future record")
+	w.expectRejected("the far-future record", topology.ReasonFutureTimestamp)
 	w.pipe("u1", wall+40*time.Minute) // its window, [wall, wall+1h), is still open
 	w.expectRejected("on time after the far-future record")
 	w.d.AdvanceWallClock(2 * time.Hour)
