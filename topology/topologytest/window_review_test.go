@@ -248,3 +248,34 @@ func TestPunctuatorForwardsIntoRejectingGate(t *testing.T) {
 		t.Errorf("punctuation errors %v", errs)
 	}
 }
+
+// A gate after a window that rejects one update rejects that update only
+// (the unit of rejection is the record in flight): the window stage's own
+// state, like a Process stage's, keeps the record, and the next update
+// counts it. A gate before the window is how a record is kept out of it
+// (TestWindowAfterDedup).
+func TestWindowUpdateRejectedAfterTheWindow(t *testing.T) {
+	tp := topology.New("views")
+	in := topology.Source(tp, "views", serde.String(), serde.String())
+	counts := topology.GroupByKey(in, "by-user", serde.String(), serde.String()).
+		WindowedBy(topology.TumblingWindows(time.Hour)).Count("views-per-window")
+	once := topology.Dedup(counts, "once", topology.EventIDFunc(func(k topology.Windowed[string], n int64) string {
+		if n == 3 {
+			return "1" // the third update repeats the first's id
+		}
+		return fmt.Sprint(n)
+	}), time.Hour)
+	topology.To(once, "counts", topology.WindowedCodec(serde.String()), serde.Int64())
+	d := newDriver(t, tp, topologytest.Config{WallClock: t0.Add(48 * time.Hour)})
+	w := &windowed{t: t, d: d,
+		in:  topologytest.Input(d, "views", serde.String(), serde.String()),
+		out: topologytest.Output(d, "counts", topology.WindowedCodec(serde.String()), serde.Int64())}
+	w.pipe("u1", 0)
+	w.pipe("u1", time.Minute)
+	w.pipe("u1", 2*time.Minute)
+	w.pipe("u1", 3*time.Minute)
+	w.expect("updates", "u1[0s,1h0m0s]=1", "u1[0s,1h0m0s]=2", "u1[0s,1h0m0s]=4")
+	if got := reasons(d.Rejections()); !slices.Equal(got, []string{"duplicate@once"}) {
+		t.Errorf("rejections %q, want the third update's", got)
+	}
+}
