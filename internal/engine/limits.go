@@ -64,6 +64,9 @@ type errTooLarge struct {
 	limit sizeLimit
 }
 
+// RejectReason implements graph.Reasoned.
+func (e *errTooLarge) RejectReason() string { return ReasonTooLarge }
+
 func (e *errTooLarge) Error() string {
 	if e.limit.of[e.topic] == e.limit.batch {
 		return fmt.Sprintf("engine: a record of %d bytes for %s exceeds the limit of %d bytes (max.message.bytes of %s)",

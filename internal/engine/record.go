@@ -145,7 +145,16 @@ func (d *driver) Rollback(m graph.Mark) {
 }
 
 // Reject implements graph.Emitter: a gate rejected one record in flight.
+// A rejection of an output refusal (too-large, timestamp-out-of-range) met
+// on a path forwarded alone (graph.Context.ForwardAlone) settles that
+// refusal: the input record is not rejected whole for it.
 func (d *driver) Reject(rej *graph.Rejection) error {
+	if d.tooLarge != nil && errors.Is(rej, d.tooLarge) {
+		d.tooLarge = nil
+	}
+	if d.badStamp != nil && errors.Is(rej, d.badStamp) {
+		d.badStamp = nil
+	}
 	d.rejectInput(rej.Reason, rej.Node, rej)
 	return nil
 }

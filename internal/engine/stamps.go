@@ -21,6 +21,9 @@ type errTimestamp struct {
 	bound time.Duration
 }
 
+// RejectReason implements graph.Reasoned.
+func (e *errTimestamp) RejectReason() string { return ReasonTimestampOutOfRange }
+
 func (e *errTimestamp) Error() string {
 	if e.after {
 		return fmt.Sprintf("engine: a record for %s stamped %s is %v ahead of the clock; the topic accepts up to %v (message.timestamp.after.max.ms)",

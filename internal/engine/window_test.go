@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
@@ -142,4 +143,66 @@ func TestWindowFinalResultsOnceAcrossCrashAndRestore(t *testing.T) {
 		t.Errorf("%d records rejected as late, want %d", late, v.late)
 	}
 	t.Logf("%d windows (%d before the crash), %d late; r1 %+v; r2 %+v", len(got), before, late, r1.E.Stats(), r2.E.Stats())
+}
+
+// A window's final result larger than the output topic accepts is
+// rejected alone (too-large): the records whose stream time closes
+// windows, and the other windows' final results, go on. Before, the
+// refusal rejected the closing record whole, close included, so every
+// later record that moved stream time was rejected too-large and no window
+// of the task closed again.
+func TestOversizedFinalResultIsRejectedAlone(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 1)
+	limit := "2000"
+	env.CreateTopicConfigs(out, 1, map[string]*string{"max.message.bytes": &limit})
+	tp := topology.New("concat")
+	src := topology.Source(tp, in, serde.String(), serde.String())
+	concat := topology.GroupByKey(src, "by-user", serde.String(), serde.String()).
+		WindowedBy(topology.TumblingWindows(time.Minute)).EmitFinal().
+		Reduce("pages", func(agg, v string) (string, error) { return agg + v, nil })
+	topology.To(concat, out, topology.WindowedCodec(serde.String()), serde.String())
+
+	base := time.Now().Add(-time.Hour).Truncate(time.Minute)
+	// big@[0, 1m) grows by 10 bytes a record until its changelog record
+	// would exceed the limit (those records are rejected too-large); the
+	// largest aggregate the changelog takes is too large for the output,
+	// whose records carry the lineage header besides.
+	var rs []*kgo.Record
+	for i := range 250 {
+		rs = append(rs, &kgo.Record{Topic: in, Key: []byte("big"), Value: []byte("0123456789"), Timestamp: base.Add(time.Duration(i) * 100 * time.Millisecond)})
+	}
+	for i := range 6 { // small@[i min, i+1 min): each closes the one before
+		rs = append(rs, &kgo.Record{Topic: in, Key: []byte("small"), Value: []byte("p"), Timestamp: base.Add(time.Duration(i) * time.Minute)})
+	}
+	env.ProduceRecords(rs...)
+	r := env.Start(env.Config(app, "r1"), compile(t, tp))
+	env.WaitCount(out, 5, 60*time.Second)
+	if err := r.Stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var keys []string
+	for _, o := range env.Read(out) {
+		w, err := topology.WindowedCodec(serde.String()).Decode(o.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, fmt.Sprintf("%s@%v", w.Key, w.Start.Sub(base)))
+	}
+	if want := []string{"small@0s", "small@1m0s", "small@2m0s", "small@3m0s", "small@4m0s"}; fmt.Sprint(keys) != fmt.Sprint(want) {
+		t.Errorf("final results %q, want %q", keys, want)
+	}
+	closing := 0
+	for _, r := range env.Read(app + "-rejected") {
+		if got := r.Headers[engine.HeaderRejectReason]; got != engine.ReasonTooLarge {
+			t.Errorf("rejected %q with reason %q, want %q", r.Key, got, engine.ReasonTooLarge)
+		}
+		if string(r.Key) == "small" {
+			closing++ // big's final result, rejected as the record that closed its window
+		}
+	}
+	if closing != 1 {
+		t.Errorf("%d rejections of closing records, want 1 (big's final result)", closing)
+	}
 }

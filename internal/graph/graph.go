@@ -378,8 +378,9 @@ func (c *Context) Forward(r Record) error {
 
 // ForwardAlone forwards r as Forward does, as a unit of its own even when
 // its path fails: an error other than a rejection rolls back what r's path
-// emitted and staged and is recorded as a rejection (processing-error)
-// named by what, instead of failing the record being handled. A node
+// emitted and staged and is recorded as a rejection (processing-error, or
+// the reason a Reasoned error names) described by what, carrying the
+// error, instead of failing the record being handled. A node
 // forwards so what the record being handled did not cause, such as the
 // final result of a window its stream time closed: failing that record
 // would roll the close back and fail every later record the same way.
@@ -394,9 +395,12 @@ func (c *Context) ForwardAlone(r Record, what string) error {
 	}
 	c.failed = nil
 	c.out.Rollback(m)
-	rej := &Rejection{Reason: ReasonProcessingError, Detail: what + ": " + err.Error(), Node: c.node.Name}
+	rej := &Rejection{Reason: ReasonProcessingError, Detail: what + ": " + err.Error(), Node: c.node.Name, Err: err}
 	if ne, ok := errors.AsType[*NodeError](err); ok {
 		rej.Node = ne.Node
+	}
+	if re, ok := errors.AsType[Reasoned](err); ok {
+		rej.Reason = re.RejectReason()
 	}
 	if err := c.out.Reject(rej); err != nil {
 		c.fail(err)

@@ -70,6 +70,17 @@ type Rejection struct {
 	Reason string
 	Detail string
 	Node   string // the gate; filled in by the graph when empty
+	Err    error  // the failure rejected, if any (see Context.ForwardAlone)
+}
+
+// Unwrap returns the failure rejected, if any.
+func (r *Rejection) Unwrap() error { return r.Err }
+
+// Reasoned is a failure that names its own rejection reason (a runtime's
+// refusal of an output, say), for Context.ForwardAlone.
+type Reasoned interface {
+	error
+	RejectReason() string
 }
 
 func (r *Rejection) Error() string {
