@@ -643,3 +643,70 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// TestSecurityToolingACLs runs each tooling command as a principal that
+// has only the ACLs docs/security.md lists for it.
+func TestSecurityToolingACLs(t *testing.T) {
+	s := loadSecure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	tr := &transcript{}
+	run := fmt.Sprintf("tool%d", time.Now().UnixNano()%1_000_000)
+	adminFlags, adminEnv := s.adminFlags(t)
+	in, out, app := run+"-in", run+"-out", run+"-app"
+	// As admin: an input, and a copy of it by a replica (the output, the
+	// group's offsets, the app's internal topics).
+	if code, o, e := tr.onceflow(t, ctx, adminEnv, append([]string{"produce", "-t", in, "-n", "100", "--partitions", "2", "--no-progress"}, adminFlags...)...); code != 0 {
+		t.Fatalf("produce as admin: exit %d: %s %s", code, o, e)
+	}
+	r := tr.start(t, ctx, adminEnv, append([]string{"run", "copy", "--input", in, "--output", out, "--app-id", app, "--instance-id", "r1",
+		"--state-dir", t.TempDir()}, adminFlags...)...)
+	if code, o, e := tr.onceflow(t, ctx, adminEnv, append([]string{"lag", "-g", app, "-t", in, "--wait", "90s"}, adminFlags...)...); code != 0 {
+		t.Fatalf("lag as admin: exit %d: %s %s", code, o, e)
+	}
+	tr.stop(t, r)
+
+	prefixed := func(b *kadm.ACLBuilder) *kadm.ACLBuilder { return b.ResourcePatternType(kadm.ACLPatternPrefixed) }
+	for i, tc := range []struct {
+		name string
+		acls func(p string) []*kadm.ACLBuilder
+		args []string
+		want string // on stdout
+	}{
+		{"produce", func(p string) []*kadm.ACLBuilder {
+			return []*kadm.ACLBuilder{kadm.NewACLs().Allow(p).Topics(run + "-new").Operations(kadm.OpWrite, kadm.OpCreate)}
+		}, []string{"produce", "-t", run + "-new", "-n", "10", "--no-progress"}, "produced 10 records"},
+		{"verify", func(p string) []*kadm.ACLBuilder {
+			return []*kadm.ACLBuilder{kadm.NewACLs().Allow(p).Topics(in, out).Operations(kadm.OpRead)}
+		}, []string{"verify", "-i", in, "-o", out}, "input 100, output 100, missing 0, duplicates 0, unexpected 0: ok"},
+		{"lag", func(p string) []*kadm.ACLBuilder {
+			return []*kadm.ACLBuilder{kadm.NewACLs().Allow(p).Groups(app).Operations(kadm.OpDescribe),
+				kadm.NewACLs().Allow(p).Topics(in).Operations(kadm.OpDescribe)}
+		}, []string{"lag", "-g", app, "-t", in}, "committed 100 of 100"},
+		{"topics list", func(p string) []*kadm.ACLBuilder {
+			return []*kadm.ACLBuilder{kadm.NewACLs().Allow(p).Topics(in).Operations(kadm.OpDescribe)}
+		}, []string{"topics", "list"}, in},
+		{"topics describe", func(p string) []*kadm.ACLBuilder {
+			return []*kadm.ACLBuilder{kadm.NewACLs().Allow(p).Topics(in).Operations(kadm.OpDescribe, kadm.OpDescribeConfigs)}
+		}, []string{"topics", "describe", in}, in},
+		{"topics create", func(p string) []*kadm.ACLBuilder {
+			return []*kadm.ACLBuilder{kadm.NewACLs().Allow(p).Topics(run + "-created").Operations(kadm.OpCreate)}
+		}, []string{"topics", "create", run + "-created"}, ""},
+		{"sinks status", func(p string) []*kadm.ACLBuilder {
+			return []*kadm.ACLBuilder{prefixed(kadm.NewACLs().Allow(p).Topics(app + "-").Operations(kadm.OpRead))}
+		}, []string{"sinks", "status", "--app-id", app}, "no sinks of " + app},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			user, password := fmt.Sprintf("%s-u%d", run, i), fmt.Sprintf("pw-%s-%d", run, i)
+			s.addSCRAMUser(t, ctx, user, password)
+			for _, b := range tc.acls("User:" + user) {
+				s.allow(t, ctx, b)
+			}
+			code, stdout, stderr := tr.onceflow(t, ctx, []string{"ONCEFLOW_SASL_PASSWORD=" + password}, append(tc.args,
+				"-b", s.get(t, "SASL_PLAINTEXT"), "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", user)...)
+			if code != 0 || !strings.Contains(stdout, tc.want) {
+				t.Errorf("%v with its documented ACLs only: exit %d, stdout %q, stderr:\n%s", tc.args, code, stdout, tail(stderr))
+			}
+		})
+	}
+}
