@@ -674,7 +674,7 @@ func TestSecurityToolingACLs(t *testing.T) {
 		want string // on stdout
 	}{
 		{"produce", func(p string) []*kadm.ACLBuilder {
-			return []*kadm.ACLBuilder{kadm.NewACLs().Allow(p).Topics(run + "-new").Operations(kadm.OpWrite, kadm.OpCreate)}
+			return []*kadm.ACLBuilder{kadm.NewACLs().Allow(p).Topics(run+"-new").Operations(kadm.OpWrite, kadm.OpCreate)}
 		}, []string{"produce", "-t", run + "-new", "-n", "10", "--no-progress"}, "produced 10 records"},
 		{"verify", func(p string) []*kadm.ACLBuilder {
 			return []*kadm.ACLBuilder{kadm.NewACLs().Allow(p).Topics(in, out).Operations(kadm.OpRead)}
