@@ -44,6 +44,21 @@ func (db *DB) MarkOwned(at time.Time, pairs ...StoreTask) error {
 	return nil
 }
 
+// Sync makes every write so far durable, MarkOwned's among them. The
+// runtime calls it after marking the tasks it just restored: a Wipe is
+// durable at once, so a mark lost to a crash after it would leave the
+// task's state looking never owned, and the next start would wipe and
+// restore it fully again.
+func (db *DB) Sync() error {
+	if err := db.check(); err != nil {
+		return err
+	}
+	if err := db.pdb.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("statestore: sync: %w", err)
+	}
+	return nil
+}
+
 // LastOwned returns the time MarkOwned last recorded for store's keyspace
 // of task; ok is false when none is recorded (state written by a release
 // that did not record it, or none at all).

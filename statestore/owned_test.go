@@ -1,8 +1,11 @@
 package statestore
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // A last-owned time survives a reopen, is listed by Kept next to tasks
@@ -51,5 +54,56 @@ func TestLastOwnedIsKeptAndWiped(t *testing.T) {
 	}
 	if kept, err := db.Kept(); err != nil || len(kept) != 1 {
 		t.Fatalf("Kept() after Wipe = %v, %v; want only %s", kept, err, b)
+	}
+}
+
+// A wipe is durable at once; the mark made after restoring the task must be
+// made durable too (Sync), or a crash leaves the task looking never owned
+// and the next start wipes and restores it fully again.
+func TestSyncMakesTheOwnedMarkSurviveACrash(t *testing.T) {
+	for _, synced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("synced=%v", synced), func(t *testing.T) {
+			fs := vfs.NewCrashableMem()
+			db, err := openFS("db", fs, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := StoreTask{"s", Task{SubTopology: 0, Partition: 1}}
+			at := time.UnixMilli(1_700_000_000_000)
+			if err := db.MarkOwned(at.Add(-time.Hour), st); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Wipe(st.Store, st.Task); err != nil { // synced: the old mark is gone for good
+				t.Fatal(err)
+			}
+			if err := db.Restore(st.Store, st.Task, []Change{{Key: []byte("k"), Value: []byte("v")}}, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.MarkOwned(at, st); err != nil {
+				t.Fatal(err)
+			}
+			if synced {
+				if err := db.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+			db2, err := openFS("db", crashed, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db2.Close()
+			got, ok, err := db2.LastOwned(st.Store, st.Task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if synced && (!ok || !got.Equal(at)) {
+				t.Errorf("after Sync and a crash, LastOwned = %v, %v; want %v", got, ok, at)
+			}
+			if !synced && ok {
+				t.Fatalf("the unsynced mark survived the crash (%v): the crash keeps unsynced data, the test would test nothing", got)
+			}
+			_ = db.Close()
+		})
 	}
 }

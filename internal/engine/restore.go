@@ -20,7 +20,7 @@ import (
 // state records, or from the start after wiping that task's keyspace when
 // the changelog no longer holds that offset or the state is too old to
 // trust (see stale). Each restored task is then marked owned as of the
-// session's start.
+// session's start, durably.
 func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) error {
 	began := e.cfg.Now()
 	for _, st := range e.storeTasks(claims) {
@@ -30,6 +30,12 @@ func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) er
 		if err := e.db.MarkOwned(began, st); err != nil {
 			return fmt.Errorf("engine: restore %s: %w", st, err)
 		}
+	}
+	// The marks are not synced by themselves; a crash before the next
+	// synced write would lose them and leave the restored tasks looking
+	// never owned (wiped and restored fully at the next start).
+	if err := e.db.Sync(); err != nil {
+		return fmt.Errorf("engine: restore: %w", err)
 	}
 	return nil
 }
