@@ -250,3 +250,65 @@ func TestRunNodeErrors(t *testing.T) {
 		})
 	}
 }
+
+// reasonedErr is a failure that names its rejection reason.
+type reasonedErr struct{}
+
+func (reasonedErr) Error() string        { return "refused" }
+func (reasonedErr) RejectReason() string { return "too-big" }
+
+// ForwardAlone turns a failure on one forwarded record's path into a
+// rejection of that record alone (its outputs rolled back, the reason a
+// Reasoned error names or processing-error), and the record being handled
+// goes on with its other outputs.
+func TestForwardAloneContainsFailures(t *testing.T) {
+	var b builder
+	src := b.add(KindSource, "src", "in", nil)
+	closer := b.add(KindProcessor, "closer", "", src)
+	closer.Splits = true
+	closer.Process = func(c *Context, r Record) error {
+		for _, v := range []string{"ok-1", "bad", "refuse", "ok-2"} {
+			if err := c.ForwardAlone(Record{Key: r.Key, Value: v}, "result "+v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	check := b.add(KindProcessor, "check", "", closer)
+	check.Process = func(c *Context, r Record) error {
+		if err := c.Forward(r); err != nil { // o1 first: rolled back with the path
+			return err
+		}
+		if r.Value == "refuse" {
+			return reasonedErr{}
+		}
+		return nil
+	}
+	stringSink(&b, "s1", "o1", check)
+	g := New("g", b.nodes)
+	out := &collector{}
+	if err := Run(g.Source("in"), &Input{Topic: "in"}, Record{Key: "k", Value: "v"}, out); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var got []string
+	for _, s := range out.out {
+		got = append(got, s.value)
+	}
+	if !slices.Equal(got, []string{"ok-1", "ok-2"}) {
+		t.Errorf("emitted %v, want ok-1 and ok-2", got)
+	}
+	var rej []string
+	for _, r := range out.rejected {
+		rej = append(rej, r.Reason+"@"+r.Node+": "+r.Detail)
+		if r.Err == nil {
+			t.Errorf("rejection %v carries no error", r)
+		}
+	}
+	want := []string{
+		`processing-error@s1: result bad: node "s1": cannot encode bad`,
+		`too-big@check: result refuse: node "check": refused`,
+	}
+	if !slices.Equal(rej, want) {
+		t.Errorf("rejections\n %q\nwant\n %q", rej, want)
+	}
+}
