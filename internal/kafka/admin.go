@@ -105,9 +105,9 @@ func (a *Admin) Ensure(want map[string]int32, configs map[string]*string) (map[s
 		}
 		err := a.admin.CreateTopic(t, &sarama.TopicDetail{NumPartitions: want[t], ReplicationFactor: -1, ConfigEntries: configs}, false)
 		switch {
-		case errors.Is(err, sarama.ErrTopicAlreadyExists) && a.hidden(t):
-			// It exists, and metadata does not show it: the cluster's
-			// ACLs hide it from this principal.
+		case errors.Is(err, sarama.ErrTopicAlreadyExists) && a.hidden(t, hiddenBound):
+			// It exists, and metadata still does not show it: the
+			// cluster's ACLs hide it from this principal.
 			return nil, Refused(fmt.Sprintf("topic %q exists but is hidden from this principal (it needs WRITE, or READ for a topic it reads)", t), err)
 		case IsRefused(err):
 			return nil, Refused(fmt.Sprintf("create topic %q (it needs CREATE on it to create it, "+
@@ -119,15 +119,31 @@ func (a *Admin) Ensure(want map[string]int32, configs map[string]*string) (map[s
 	return a.waitPartitions(want)
 }
 
-// hidden reports whether a fresh metadata request leaves topic out (a
-// topic that exists is left out when the principal may not describe it).
-func (a *Admin) hidden(topic string) bool {
-	have, err := a.Partitions(topic)
-	if err != nil {
-		return false
+// hiddenBound is how long a topic the cluster says exists may stay out of
+// metadata before it is taken for hidden by ACLs. Another replica of the
+// application may have created it a moment ago: creation reaches the
+// brokers' metadata asynchronously, so "already exists" can come before
+// the topic is visible.
+const hiddenBound = 10 * time.Second
+
+// hidden reports whether fresh metadata requests leave topic out for
+// longer than bound (a topic that exists is left out when the principal
+// may not describe it).
+func (a *Admin) hidden(topic string, bound time.Duration) bool {
+	deadline := time.Now().Add(bound)
+	for {
+		have, err := a.Partitions(topic)
+		if err != nil {
+			return false
+		}
+		if _, ok := have[topic]; ok {
+			return false
+		}
+		if time.Now().After(deadline) {
+			return true
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	_, ok := have[topic]
-	return !ok
 }
 
 // waitPartitions waits until metadata shows every topic (creation is
