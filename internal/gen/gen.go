@@ -362,3 +362,38 @@ func startProgress(w io.Writer, total int, done *atomic.Int64) func(final int) {
 		}
 	}
 }
+
+// openEmptyTopic connects a producing client for topic (all-ISR acks, no
+// compression, 5 ms linger, then extra, then the caller's clientOpts),
+// checks the brokers answer, that topic holds no records, and creates it
+// with partitions when it is missing. It returns the client, which the
+// caller closes, and the topic's partition count.
+func openEmptyTopic(ctx context.Context, brokers []string, topic string, partitions int, logger, log hclog.Logger,
+	clientOpts []kgo.Opt, extra ...kgo.Opt) (*kgo.Client, int, error) {
+	opts := append(clientcfg.Options(brokers, "onceflow-gen", logger.Named("kgo")),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // with idempotence, the default; stated
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerLinger(5*time.Millisecond),
+	)
+	opts = append(append(opts, extra...), clientOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("gen: client: %w", err)
+	}
+	if err := clientcfg.Probe(ctx, cl, brokers); err != nil {
+		cl.Close()
+		return nil, 0, fmt.Errorf("gen: %w", err)
+	}
+	adm := kadm.NewClient(cl)
+	if err := checkEmpty(ctx, adm, topic); err != nil {
+		cl.Close()
+		return nil, 0, err
+	}
+	n, err := ensureTopic(ctx, adm, Config{Topic: topic, Partitions: partitions}, log)
+	if err != nil {
+		cl.Close()
+		return nil, 0, err
+	}
+	return cl, n, nil
+}

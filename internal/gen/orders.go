@@ -14,8 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/onceflow/onceflow/internal/clientcfg"
 )
 
 // Defaults of OrdersConfig and of `onceflow produce --example orders`.
@@ -164,29 +162,12 @@ func ProduceOrders(ctx context.Context, cfg OrdersConfig) (Truth, error) {
 		return Truth{}, err
 	}
 
-	opts := append(clientcfg.Options(cfg.Brokers, "onceflow-gen", cfg.Logger.Named("kgo")),
-		kgo.DefaultProduceTopic(cfg.Topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), // with idempotence, the default; stated
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerLinger(5*time.Millisecond),
-		kgo.RecordDeliveryTimeout(2*time.Minute),
-	)
-	cl, err := kgo.NewClient(append(opts, cfg.ClientOptions...)...)
+	cl, partitions, err := openEmptyTopic(ctx, cfg.Brokers, cfg.Topic, cfg.Partitions, cfg.Logger, log, cfg.ClientOptions,
+		kgo.RecordDeliveryTimeout(2*time.Minute))
 	if err != nil {
-		return Truth{}, fmt.Errorf("gen: client: %w", err)
+		return Truth{}, err
 	}
 	defer cl.Close()
-	if err := clientcfg.Probe(ctx, cl, cfg.Brokers); err != nil {
-		return Truth{}, fmt.Errorf("gen: %w", err)
-	}
-	adm := kadm.NewClient(cl)
-	if err := checkEmpty(ctx, adm, cfg.Topic); err != nil {
-		return Truth{}, err
-	}
-	partitions, err := ensureTopic(ctx, adm, Config{Topic: cfg.Topic, Partitions: cfg.Partitions}, log)
-	if err != nil {
-		return Truth{}, err
-	}
 
 	if want := int(math.Round(float64(cfg.Events) * cfg.OutOfOrderRate)); plan.OutOfOrder < want {
 		log.Warn("too few orders with two versions for the out-of-order rate; injecting fewer",

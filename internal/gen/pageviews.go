@@ -17,11 +17,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/examples/pageviews"
-	"github.com/onceflow/onceflow/internal/clientcfg"
 	"github.com/onceflow/onceflow/internal/partition"
 )
 
@@ -255,30 +253,13 @@ func ProducePageviews(ctx context.Context, cfg PageviewsConfig) (PageviewsTruth,
 	}
 	cfg = cfg.withDefaults()
 	log := cfg.Logger.Named("gen").With("topic", cfg.Topic, "example", "pageviews")
-	opts := append(clientcfg.Options(cfg.Brokers, "onceflow-gen", cfg.Logger.Named("kgo")),
-		kgo.DefaultProduceTopic(cfg.Topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerLinger(5*time.Millisecond),
-		// No RecordDeliveryTimeout: kgo measures it from the record's
-		// timestamp, which is the view's event time, hours in the past.
-	)
-	cl, err := kgo.NewClient(append(opts, cfg.ClientOptions...)...)
+	// No RecordDeliveryTimeout: kgo measures it from the record's
+	// timestamp, which is the view's event time, hours in the past.
+	cl, partitions, err := openEmptyTopic(ctx, cfg.Brokers, cfg.Topic, cfg.Partitions, cfg.Logger, log, cfg.ClientOptions)
 	if err != nil {
-		return PageviewsTruth{}, fmt.Errorf("gen: client: %w", err)
+		return PageviewsTruth{}, err
 	}
 	defer cl.Close()
-	if err := clientcfg.Probe(ctx, cl, cfg.Brokers); err != nil {
-		return PageviewsTruth{}, fmt.Errorf("gen: %w", err)
-	}
-	adm := kadm.NewClient(cl)
-	if err := checkEmpty(ctx, adm, cfg.Topic); err != nil {
-		return PageviewsTruth{}, err
-	}
-	partitions, err := ensureTopic(ctx, adm, Config{Topic: cfg.Topic, Partitions: cfg.Partitions}, log)
-	if err != nil {
-		return PageviewsTruth{}, err
-	}
 	plan, truth := PlanPageviews(cfg, partitions)
 	log.Info("producing", "views", cfg.Events, "users", cfg.Users, "partitions", partitions,
 		"out_of_order", truth.OutOfOrder, "late", truth.Late, "windows", len(truth.Windows), "seed", cfg.Seed)
