@@ -17,35 +17,12 @@ run_id=$(date +%s)
 app="orders-$run_id" in="orders-in-$run_id" out="orders-totals-$run_id"
 echo "brokers $brokers; work dir $work"
 
-start_replica() { # instance port state-dir
-  $of run orders --brokers "$brokers" --app-id "$app" --input "$in" --output "$out" --instance-id "$1" \
-    --state-dir "$3" --metrics-addr "127.0.0.1:$2" --log-level info >>"$work/$1.log" 2>&1 &
-  echo $!
-}
-metric() { # port name: sum of a metric's series
-  curl -sf "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 ~ "^"n"({|$)" {s += $2} END {printf "%d\n", s}'
-}
-committed() { $of lag -b "$brokers" -g "$app" -t "$in" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["committed"])'; }
-wait_ready() { for _ in $(seq 600); do curl -sf "http://127.0.0.1:$1/readyz" >/dev/null && return 0; sleep 0.1; done; return 1; }
+example=orders
 base_port=$((20000 + RANDOM % 20000))
 
 $of produce --example orders -b "$brokers" --topic "$in" --records "$records" --partitions 6 \
   --duplicates 0.10 --conflicts 0.01 --out-of-order 0.05 --truth "$work/truth.json" --no-progress
-rp=()
-for i in 1 2 3; do rp+=("$(start_replica "r$i" $((base_port + i)) "$work/state-r$i")"); done
-pids+=("${rp[@]}")
-victim=${rp[2]}
-for k in $(seq "$kills"); do
-  target=$(( records * k / (kills + 1) ))
-  while c=$(committed); [ "$c" -lt "$target" ]; do sleep 0.05; done
-  kill -KILL "$victim"
-  while kill -0 "$victim" 2>/dev/null; do sleep 0.01; done
-  echo "killed r3 (pid $victim) with SIGKILL at $c of $records committed; restarting it on its state"
-  victim=$(start_replica r3 $((base_port + 3)) "$work/state-r3")
-  pids+=("$victim")
-  wait_ready $((base_port + 3))
-  echo "  r3 back: restored $(metric $((base_port + 3)) onceflow_restored_records_total) changelog records"
-done
+run_replicas_with_kills
 $of lag -b "$brokers" -g "$app" -t "$in" --wait 1200s
 echo "restarted r3: onceflow_restored_records_total $(metric $((base_port + 3)) onceflow_restored_records_total)"
 for p in "${rp[@]:0:2}" "$victim"; do kill -TERM "$p" 2>/dev/null || true; done

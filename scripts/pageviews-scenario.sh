@@ -17,38 +17,13 @@ run_id=$(date +%s)
 app="pageviews-$run_id" in="pageviews-in-$run_id" out="pageviews-hourly-$run_id"
 echo "brokers $brokers; work dir $work"
 
-start_replica() { # instance port state-dir
-  $of run pageviews --brokers "$brokers" --app-id "$app" --input "$in" --output "$out" --instance-id "$1" \
-    --state-dir "$3" --metrics-addr "127.0.0.1:$2" --log-level info >>"$work/$1.log" 2>&1 &
-  echo $!
-}
-metric() { # port name: sum of a metric's series
-  curl -sf "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 ~ "^"n"({|$)" {s += $2} END {printf "%d\n", s}'
-}
-committed() { # 0 until the group has committed
-  $of lag -b "$brokers" -g "$app" -t "$in" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["committed"])' 2>/dev/null || echo 0
-}
-wait_ready() { for _ in $(seq 600); do curl -sf "http://127.0.0.1:$1/readyz" >/dev/null && return 0; sleep 0.1; done; return 1; }
+example=pageviews
 base_port=${METRICS_PORT:-25150}
 
 t0=$(date +%s.%N)
 $of pageviews produce -b "$brokers" --topic "$in" --events "$records" --partitions 6 \
   --out-of-order 0.05 --late 0.01 --truth "$work/truth.json" --no-progress
-rp=()
-for i in 1 2 3; do rp+=("$(start_replica "r$i" $((base_port + i)) "$work/state-r$i")"); done
-pids+=("${rp[@]}")
-victim=${rp[2]}
-for k in $(seq "$kills"); do
-  target=$(( records * k / (kills + 1) ))
-  while c=$(committed); [ "$c" -lt "$target" ]; do sleep 0.05; done
-  kill -KILL "$victim"
-  while kill -0 "$victim" 2>/dev/null; do sleep 0.01; done
-  echo "killed r3 (pid $victim) with SIGKILL at $c of $records committed; restarting it on its state"
-  victim=$(start_replica r3 $((base_port + 3)) "$work/state-r3")
-  pids+=("$victim")
-  wait_ready $((base_port + 3))
-  echo "  r3 back: restored $(metric $((base_port + 3)) onceflow_restored_records_total) changelog records"
-done
+run_replicas_with_kills
 $of lag -b "$brokers" -g "$app" -t "$in" --wait 1200s
 t1=$(date +%s.%N)
 for i in 1 2; do echo "r$i: late rejections $(curl -sf "http://127.0.0.1:$((base_port + i))/metrics" | awk '/onceflow_rejected_records_total.*late/ {s += $2} END {printf "%d", s}')"; done

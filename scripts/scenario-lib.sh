@@ -1,6 +1,8 @@
 # Shared by the scenario scripts: flags, the CLI build, clean-up of the
 # processes they start, and an embedded broker when no --brokers is given.
-# Before sourcing, set records and kills to the script's defaults.
+# Before sourcing, set records and kills to the script's defaults; before
+# calling the replica functions, set example (the `onceflow run` topology),
+# app, in, out and base_port.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -31,3 +33,38 @@ if [ -z "$brokers" ]; then
   pids+=($!)
   for _ in $(seq 100); do grep -q listening "$work/broker.log" && break; sleep 0.1; done
 fi
+
+start_replica() { # instance port state-dir: prints the pid
+  $of run "$example" --brokers "$brokers" --app-id "$app" --input "$in" --output "$out" --instance-id "$1" \
+    --state-dir "$3" --metrics-addr "127.0.0.1:$2" --log-level info >>"$work/$1.log" 2>&1 &
+  echo $!
+}
+metric() { # port name: sum of a metric's series
+  curl -sf "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 ~ "^"n"({|$)" {s += $2} END {printf "%d\n", s}'
+}
+committed() { # 0 until the group has committed
+  $of lag -b "$brokers" -g "$app" -t "$in" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["committed"])' 2>/dev/null || echo 0
+}
+wait_ready() { for _ in $(seq 600); do curl -sf "http://127.0.0.1:$1/readyz" >/dev/null && return 0; sleep 0.1; done; return 1; }
+
+# run_replicas_with_kills starts replicas r1, r2 and r3, then kills r3 with
+# SIGKILL $kills times, evenly over the $records input records, restarting
+# it on its state each time. The pids are left in rp (r1, r2) and victim
+# (the last r3).
+run_replicas_with_kills() {
+  rp=()
+  for i in 1 2 3; do rp+=("$(start_replica "r$i" $((base_port + i)) "$work/state-r$i")"); done
+  pids+=("${rp[@]}")
+  victim=${rp[2]}
+  for k in $(seq "$kills"); do
+    target=$(( records * k / (kills + 1) ))
+    while c=$(committed); [ "$c" -lt "$target" ]; do sleep 0.05; done
+    kill -KILL "$victim"
+    while kill -0 "$victim" 2>/dev/null; do sleep 0.01; done
+    echo "killed r3 (pid $victim) with SIGKILL at $c of $records committed; restarting it on its state"
+    victim=$(start_replica r3 $((base_port + 3)) "$work/state-r3")
+    pids+=("$victim")
+    wait_ready $((base_port + 3))
+    echo "  r3 back: restored $(metric $((base_port + 3)) onceflow_restored_records_total) changelog records"
+  done
+}
