@@ -40,8 +40,9 @@ func (e topicNotFoundError) Error() string {
 func (e topicNotFoundError) Is(t error) bool { return t == ErrTopicNotFound }
 
 // ReadAll reads every committed data record of topic, from each partition's
-// log start to its last stable offset as of the call, sorted by partition
-// and offset. Unreachable brokers are reported within
+// log start to its last stable offset, sorted by partition and offset. A
+// transaction open when the call starts is waited for, briefly (see
+// settle): its records are read if it commits within that wait. Unreachable brokers are reported within
 // clientcfg.ProbeTimeout; the whole read is bounded by ctx. extra are
 // client options appended to the defaults (TLS, SASL:
 // clientcfg.Security.Options).
@@ -116,7 +117,62 @@ func bounds(ctx context.Context, adm *kadm.Client, topic string) (start, end map
 	if end, err = list("last stable", adm.ListCommittedOffsets); err != nil {
 		return nil, nil, err
 	}
-	return start, end, nil
+	high, err := list("end", adm.ListEndOffsets)
+	if err != nil {
+		return nil, nil, err
+	}
+	end, err = settle(ctx, topic, end, high, func() (map[int32]int64, error) {
+		return list("last stable", adm.ListCommittedOffsets)
+	})
+	return start, end, err
+}
+
+// maxSettle bounds how long a read waits for the transactions open when it
+// starts to end.
+const maxSettle = 10 * time.Second
+
+// settle waits until every partition's last stable offset reaches its high
+// watermark as the read found it: the transactions that had written to the
+// topic before the read have ended. A group's committed offsets become
+// visible as soon as the offsets topic has its commit marker, a moment
+// before the output partitions have theirs; without the wait, a read made
+// right after the input is seen consumed would count that last
+// transaction's outputs missing. It waits at most maxSettle and at most
+// half of what is left of ctx (a transaction left open by a dead producer
+// lasts until its timeout), then returns the last stable offsets it has:
+// records of a transaction still open are never read.
+func settle(ctx context.Context, topic string, lso, high map[int32]int64, again func() (map[int32]int64, error)) (map[int32]int64, error) {
+	open := func() bool {
+		for p, h := range high {
+			if lso[p] < h {
+				return true
+			}
+		}
+		return false
+	}
+	if !open() {
+		return lso, nil
+	}
+	wait := maxSettle
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)/2)
+	}
+	deadline := time.Now().Add(wait)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for open() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("verify: waiting for open transactions on %q: %w", topic, ctx.Err())
+		case <-tick.C:
+		}
+		next, err := again()
+		if err != nil {
+			return nil, err
+		}
+		lso = next
+	}
+	return lso, nil
 }
 
 func readAll(ctx context.Context, cl *kgo.Client, topic string) ([]Record, error) {

@@ -178,19 +178,57 @@ func TestLineage(t *testing.T) {
 	}
 }
 
-func TestReadAllDoesNotWaitForOpenTransaction(t *testing.T) {
+func TestReadAllDoesNotWaitLongForOpenTransaction(t *testing.T) {
 	e := newEnv(t, map[string]int32{"t": 1})
 	e.produceManual(rec("t", 0, "a"), rec("t", 0, "b"))
 	open := e.txnManual("open", nil, rec("t", 0, "pending"))
 	defer open.Close()
 	e.produceManual(rec("t", 0, "after")) // past the last stable offset
 
-	got, err := verify.ReadAll(e.ctx, e.brokers, "t")
+	// The transaction stays open: the read waits at most half of its
+	// context's time left, then reads to the last stable offset.
+	ctx, cancel := context.WithTimeout(e.ctx, 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	got, err := verify.ReadAll(ctx, e.brokers, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || string(got[0].Value) != "a" || string(got[1].Value) != "b" {
 		t.Fatalf("ReadAll = %+v, want a and b", got)
+	}
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Fatalf("ReadAll took %v with a transaction left open, want about half of its 3 s", took)
+	}
+}
+
+// A transaction that had written before the read and commits a moment
+// later (its markers land after the group's offsets, as an exactly-once
+// replica's do) is read whole, not counted missing.
+func TestReadAllWaitsForTransactionOpenAtTheStart(t *testing.T) {
+	e := newEnv(t, map[string]int32{"t": 2})
+	e.produceManual(rec("t", 0, "a"), rec("t", 1, "b"))
+	open := e.txnManual("open", nil, rec("t", 0, "pending0"), rec("t", 1, "pending1"))
+	defer open.Close()
+	committed := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		committed <- open.EndTransaction(e.ctx, kgo.TryCommit)
+	}()
+
+	got, err := verify.ReadAll(e.ctx, e.brokers, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-committed; err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	var values []string
+	for _, r := range got {
+		values = append(values, string(r.Value))
+	}
+	if len(got) != 4 {
+		t.Fatalf("ReadAll = %v, want a, b and both records of the transaction that committed during the read", values)
 	}
 }
 
