@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -91,6 +93,9 @@ type ReplicaFlags struct {
 	// DialVia routes the connections to some brokers through other
 	// addresses (onceflow chaos puts a fault-injecting proxy there).
 	DialVia map[string]string `name:"dial-via" hidden:"" placeholder:"BROKER=PROXY;..." help:"Connect to BROKER through PROXY."`
+	// CPUProfile writes a CPU profile of the whole run (restore included)
+	// to a file, for measuring the replica end to end.
+	CPUProfile string `name:"cpu-profile" hidden:"" type:"path" help:"Write a CPU profile of the run to this file."`
 }
 
 // RunCopyCmd is `onceflow run copy`.
@@ -143,12 +148,35 @@ func runReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
 		}
 		defer stop()
 	}
+	if f.CPUProfile != "" {
+		stop, err := startCPUProfile(f.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	env.Logger.Info("replica starting", "app", f.AppID, "instance", f.InstanceID, "guarantee", f.Guarantee)
 	err = p.Run(env.Ctx)
 	s := p.Stats()
 	fmt.Fprintf(env.Stderr, "onceflow: %s stopped: %d in, %d out, %d rejected, %d committed, %d aborted, %d producer recreations, %d restored\n",
 		f.InstanceID, s.RecordsIn, s.RecordsOut, s.Rejected, s.Committed, s.Aborted, s.ProducerRecreations, s.Restored)
 	return err
+}
+
+// startCPUProfile profiles the process's CPU into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // dialVia dials the address via maps it to, others directly; nil when
