@@ -94,6 +94,11 @@ type Hooks struct {
 	// RestoreWaiting runs when a restore finds a changelog partition with
 	// a transaction open and starts waiting for it to end.
 	RestoreWaiting func(topic string, partition int32)
+	// BeforeRestoreBatch runs before each batch of a restore reaches
+	// Pebble (records of the changelog partition, up to offset next); an
+	// error it returns fails the restore there, the batch not applied, as
+	// a crash at that instant would.
+	BeforeRestoreBatch func(topic string, partition int32, records int, next int64) error
 }
 
 // Engine is one replica.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
@@ -19,23 +20,167 @@ import (
 // its changelogs before any input is processed: from the offset the local
 // state records, or from the start after wiping that task's keyspace when
 // the changelog no longer holds that offset or the state is too old to
-// trust (see stale). Each restored task is then marked owned as of the
-// session's start, durably.
+// trust (see stale). All the changelog partitions are read at once by one
+// client, and each (store, task) is applied by its own goroutine in
+// unsynced batches, each with the changelog offset it reaches, then synced
+// once at the end. Each task is marked owned as of the session's start
+// before its restore begins, so a crash in the middle leaves state that the
+// next start resumes from its offset instead of wiping it.
 func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) error {
 	began := e.cfg.Now()
-	for _, st := range e.storeTasks(claims) {
-		if err := e.restore(ctx, e.stores[st.Store], st); err != nil {
+	sts := e.storeTasks(claims)
+	ranges := make([]kafka.ChangelogRange, len(sts))
+	fresh := make([]bool, len(sts)) // no local state to keep: read from the log start, no wipe
+	for i, st := range sts {
+		from, ok, err := e.restoreFrom(ctx, st)
+		if err != nil {
+			return err
+		}
+		ranges[i] = kafka.ChangelogRange{Topic: e.stores[st.Store].topic, Partition: st.Task.Partition, From: from}
+		fresh[i] = !ok
+	}
+	if err := e.db.MarkOwned(began, sts...); err != nil {
+		return fmt.Errorf("engine: restore: %w", err)
+	}
+	gone := func(i int, start int64) error {
+		if fresh[i] {
+			return nil
+		}
+		st := sts[i]
+		e.log.Named("restore").Warn("changelog no longer holds the local offset; wiping the task's store and restoring it fully",
+			"store", st.Store, "task", st.Task.String(), "offset", ranges[i].From, "log_start", start)
+		if err := e.wipe(st); err != nil {
 			return err
 		}
 		if err := e.db.MarkOwned(began, st); err != nil {
 			return fmt.Errorf("engine: restore %s: %w", st, err)
 		}
+		return nil
 	}
-	// The marks are not synced by themselves; a crash before the next
-	// synced write would lose them and leave the restored tasks looking
-	// never owned (wiped and restored fully at the next start).
+	if err := e.replay(ctx, sts, ranges, gone); err != nil {
+		return err
+	}
+	// The restored batches and the marks are not synced by themselves.
 	if err := e.db.Sync(); err != nil {
 		return fmt.Errorf("engine: restore: %w", err)
+	}
+	return nil
+}
+
+// restoreFrom returns the changelog offset st's restore starts from: the
+// one its local state records (ok), or 0 when it has none or its state was
+// too old to trust and is wiped.
+func (e *Engine) restoreFrom(ctx context.Context, st statestore.StoreTask) (from int64, ok bool, err error) {
+	from, ok, err = e.db.Offset(st.Store, st.Task)
+	if err != nil || !ok {
+		return 0, false, wrapRestore(st, err)
+	}
+	stale, why, err := e.stale(e.stores[st.Store], st)
+	if err != nil || !stale {
+		return from, true, err
+	}
+	e.log.Named("restore").Warn("local state is older than the changelog's tombstone retention; wiping the task's store and restoring it fully",
+		"store", st.Store, "task", st.Task.String(), "offset", from, "reason", why)
+	return 0, false, e.wipe(st)
+}
+
+func (e *Engine) wipe(st statestore.StoreTask) error {
+	e.m.wipes.Inc()
+	if err := e.db.Wipe(st.Store, st.Task); err != nil {
+		return fmt.Errorf("engine: wipe %s: %w", st, err)
+	}
+	return nil
+}
+
+func wrapRestore(st statestore.StoreTask, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("engine: restore %s: %w", st, err)
+}
+
+// restoreBatch is one fetched batch of a changelog partition.
+type restoreBatch struct {
+	records []kafka.ChangelogRecord
+	next    int64
+}
+
+// replay reads the changelog ranges of sts (ranges[i] is sts[i]'s) and
+// applies each (store, task)'s batches on a goroutine of its own, while
+// the reader fetches the next ones.
+func (e *Engine) replay(ctx context.Context, sts []statestore.StoreTask, ranges []kafka.ChangelogRange, gone func(int, int64) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make([]chan restoreBatch, len(sts))
+	errs := make([]error, len(sts))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, st := range sts {
+		work[i] = make(chan restoreBatch, 2)
+		wg.Go(func() {
+			if errs[i] = e.applyRestore(st, ranges[i].From, start, work[i]); errs[i] != nil {
+				cancel()
+				for range work[i] { // drain, so that the reader never blocks
+				}
+			}
+		})
+	}
+	err := e.reader.ReadAll(ctx, ranges, gone, func(i int, batch []kafka.ChangelogRecord, next int64) error {
+		select {
+		case work[i] <- restoreBatch{batch, next}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	for _, ch := range work {
+		close(ch)
+	}
+	wg.Wait()
+	if werr := errors.Join(errs...); werr != nil {
+		return werr // the cause; the reader's error is then the cancellation
+	}
+	if err != nil {
+		return fmt.Errorf("engine: restore: %w", err)
+	}
+	return nil
+}
+
+// applyRestore applies the batches of st's changelog that come on work, in
+// order, each atomically with the offset it reaches.
+func (e *Engine) applyRestore(st statestore.StoreTask, from int64, start time.Time, work <-chan restoreBatch) error {
+	log := e.log.Named("restore").With("store", st.Store, "task", st.Task.String())
+	var r *statestore.Restorer
+	var n int64
+	for b := range work {
+		if r == nil { // after any wipe: the reader wipes before it fetches
+			var err error
+			if r, err = e.db.NewRestorer(st.Store, st.Task); err != nil {
+				return wrapRestore(st, err)
+			}
+		}
+		changes := make([]statestore.Change, len(b.records))
+		for i, c := range b.records {
+			changes[i] = statestore.Change{Key: c.Key, Value: c.Value, Tombstone: c.Value == nil}
+		}
+		if h := e.cfg.Hooks.BeforeRestoreBatch; h != nil {
+			if err := h(e.stores[st.Store].topic, st.Task.Partition, len(changes), b.next); err != nil {
+				return wrapRestore(st, err)
+			}
+		}
+		if err := r.Apply(changes, b.next); err != nil {
+			return wrapRestore(st, err)
+		}
+		n += int64(len(b.records))
+		e.m.restored.Add(float64(len(b.records)))
+		if n > 0 && n%100000 < int64(len(b.records)) {
+			log.Info("restoring", "records", n, "offset", b.next)
+		}
+	}
+	took := time.Since(start)
+	e.m.restoreTime.Observe(took.Seconds())
+	if n > 0 {
+		log.Info("restored", "records", n, "from_offset", from, "seconds", took.Seconds(), "records_per_sec", float64(n)/max(took.Seconds(), 1e-9))
 	}
 	return nil
 }
@@ -60,74 +205,6 @@ func (e *Engine) storeTasks(claims map[string][]int32) []statestore.StoreTask {
 		}
 	}
 	return out
-}
-
-func (e *Engine) restore(ctx context.Context, s storeInfo, st statestore.StoreTask) error {
-	log := e.log.Named("restore").With("store", st.Store, "task", st.Task.String())
-	from, ok, err := e.db.Offset(st.Store, st.Task)
-	if err != nil {
-		return fmt.Errorf("engine: restore %s: %w", st, err)
-	}
-	if ok {
-		stale, why, err := e.stale(s, st)
-		if err != nil {
-			return err
-		}
-		if stale {
-			log.Warn("local state is older than the changelog's tombstone retention; wiping the task's store and restoring it fully", "offset", from, "reason", why)
-			e.m.wipes.Inc()
-			if err := e.db.Wipe(st.Store, st.Task); err != nil {
-				return fmt.Errorf("engine: wipe %s: %w", st, err)
-			}
-			if from, _, err = e.reader.Bounds(ctx, s.topic, st.Task.Partition); err != nil {
-				return fmt.Errorf("engine: restore %s: %w", st, err)
-			}
-		}
-	}
-	if !ok {
-		from = 0
-	}
-	start := time.Now()
-	var n int64
-	read := func(from int64) error {
-		return e.reader.Read(ctx, s.topic, st.Task.Partition, from, func(batch []kafka.ChangelogRecord, next int64) error {
-			changes := make([]statestore.Change, len(batch))
-			for i, r := range batch {
-				changes[i] = statestore.Change{Store: st.Store, Task: st.Task, Key: r.Key, Value: r.Value, Tombstone: r.Value == nil}
-			}
-			if err := e.db.Restore(st.Store, st.Task, changes, next); err != nil {
-				return err
-			}
-			n += int64(len(batch))
-			e.m.restored.Add(float64(len(batch)))
-			if n > 0 && n%100000 < int64(len(batch)) {
-				log.Info("restoring", "records", n, "offset", next)
-			}
-			return nil
-		})
-	}
-	err = read(from)
-	if errors.Is(err, kafka.ErrOffsetGone) {
-		log.Warn("changelog no longer holds the local offset; wiping the task's store and restoring it fully", "offset", from, "error", err)
-		e.m.wipes.Inc()
-		if err := e.db.Wipe(st.Store, st.Task); err != nil {
-			return fmt.Errorf("engine: wipe %s: %w", st, err)
-		}
-		lowest, _, berr := e.reader.Bounds(ctx, s.topic, st.Task.Partition)
-		if berr != nil {
-			return berr
-		}
-		err = read(lowest)
-	}
-	if err != nil {
-		return fmt.Errorf("engine: restore %s: %w", st, err)
-	}
-	took := time.Since(start)
-	e.m.restoreTime.Observe(took.Seconds())
-	if n > 0 {
-		log.Info("restored", "records", n, "from_offset", from, "seconds", took.Seconds(), "records_per_sec", float64(n)/max(took.Seconds(), 1e-9))
-	}
-	return nil
 }
 
 // restoreWaiting reports a restore that waits for a changelog partition's

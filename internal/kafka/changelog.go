@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -65,60 +66,98 @@ func (r *ChangelogReader) Bounds(ctx context.Context, topic string, partition in
 // end (high watermark).
 type offsets struct{ start, stable, end int64 }
 
-func bounds(ctx context.Context, adm *kadm.Client, topic string, partition int32) (offsets, error) {
-	starts, err := adm.ListStartOffsets(ctx, topic)
-	if err != nil {
-		return offsets{}, fmt.Errorf("kafka: changelog %s start offsets: %w", topic, err)
-	}
-	stables, err := adm.ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		return offsets{}, fmt.Errorf("kafka: changelog %s stable offsets: %w", topic, err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return offsets{}, fmt.Errorf("kafka: changelog %s end offsets: %w", topic, err)
-	}
-	s, ok1 := starts.Lookup(topic, partition)
-	l, ok2 := stables.Lookup(topic, partition)
-	e, ok3 := ends.Lookup(topic, partition)
-	if !ok1 || !ok2 || !ok3 || s.Err != nil || l.Err != nil || e.Err != nil {
-		return offsets{}, fmt.Errorf("kafka: changelog %s/%d has no offsets: %v %v %v", topic, partition, s.Err, l.Err, e.Err)
-	}
-	return offsets{start: s.Offset, stable: l.Offset, end: e.Offset}, nil
+// topicPartition names one partition of a topic.
+type topicPartition struct {
+	topic string
+	p     int32
 }
 
-// waitStable waits until no transaction that was open on the partition
-// when it was called is still open: until the last stable offset reaches
-// the end offset seen then. EndTxn returns before the commit markers reach
-// the partition, so a task's previous owner can have committed a
-// transaction (its input offsets included) whose changelog records are not
-// readable yet; reading only to the last stable offset would miss them.
-func (r *ChangelogReader) waitStable(ctx context.Context, adm *kadm.Client, topic string, partition int32) (offsets, error) {
-	o, err := bounds(ctx, adm, topic, partition)
-	if err != nil || o.stable >= o.end {
-		return o, err
+func bounds(ctx context.Context, adm *kadm.Client, topic string, p int32) (offsets, error) {
+	all, err := allBounds(ctx, adm, []topicPartition{{topic, p}})
+	return all[topicPartition{topic, p}], err
+}
+
+// allBounds lists the offsets of every partition given, one request of
+// each kind for all their topics.
+func allBounds(ctx context.Context, adm *kadm.Client, parts []topicPartition) (map[topicPartition]offsets, error) {
+	var topics []string
+	for _, tp := range parts {
+		if !slices.Contains(topics, tp.topic) {
+			topics = append(topics, tp.topic)
+		}
 	}
-	if r.Waiting != nil {
-		r.Waiting(topic, partition, o.stable, o.end)
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: changelogs %v start offsets: %w", topics, err)
 	}
-	target := o.end
+	stables, err := adm.ListCommittedOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: changelogs %v stable offsets: %w", topics, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: changelogs %v end offsets: %w", topics, err)
+	}
+	out := make(map[topicPartition]offsets, len(parts))
+	for _, tp := range parts {
+		s, ok1 := starts.Lookup(tp.topic, tp.p)
+		l, ok2 := stables.Lookup(tp.topic, tp.p)
+		e, ok3 := ends.Lookup(tp.topic, tp.p)
+		if !ok1 || !ok2 || !ok3 || s.Err != nil || l.Err != nil || e.Err != nil {
+			return nil, fmt.Errorf("kafka: changelog %s/%d has no offsets: %v %v %v", tp.topic, tp.p, s.Err, l.Err, e.Err)
+		}
+		out[tp] = offsets{start: s.Offset, stable: l.Offset, end: e.Offset}
+	}
+	return out, nil
+}
+
+// waitStable waits until no transaction that was open on any of the
+// partitions when it was called is still open: until each one's last
+// stable offset reaches the end offset seen then. EndTxn returns before
+// the commit markers reach the partition, so a task's previous owner can
+// have committed a transaction (its input offsets included) whose
+// changelog records are not readable yet; reading only to the last stable
+// offset would miss them.
+func (r *ChangelogReader) waitStable(ctx context.Context, adm *kadm.Client, parts []topicPartition) (map[topicPartition]offsets, error) {
+	o, err := allBounds(ctx, adm, parts)
+	if err != nil {
+		return nil, err
+	}
+	target := map[topicPartition]int64{}
+	for _, tp := range parts {
+		if b := o[tp]; b.stable < b.end {
+			target[tp] = b.end
+			if r.Waiting != nil {
+				r.Waiting(tp.topic, tp.p, b.stable, b.end)
+			}
+		}
+	}
 	deadline := time.Now().Add(r.stableWithin)
 	wait := 5 * time.Millisecond
-	for o.stable < target {
+	for {
+		for tp, end := range target {
+			if o[tp].stable >= end {
+				delete(target, tp)
+			}
+		}
+		if len(target) == 0 {
+			return o, nil
+		}
 		if time.Now().After(deadline) {
-			return o, fmt.Errorf("%w: %s/%d: last stable offset %d still below the end offset %d after %v", ErrChangelogUnstable, topic, partition, o.stable, target, r.stableWithin)
+			for tp, end := range target {
+				return nil, fmt.Errorf("%w: %s/%d: last stable offset %d still below the end offset %d after %v", ErrChangelogUnstable, tp.topic, tp.p, o[tp].stable, end, r.stableWithin)
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return o, ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 100*time.Millisecond)
-		if o, err = bounds(ctx, adm, topic, partition); err != nil {
-			return o, err
+		if o, err = allBounds(ctx, adm, parts); err != nil {
+			return nil, err
 		}
 	}
-	return o, nil
 }
 
 // Read replays topic/partition from offset from up to its last stable
@@ -129,51 +168,126 @@ func (r *ChangelogReader) waitStable(ctx context.Context, adm *kadm.Client, topi
 // written or not. It returns ErrOffsetGone when from is below the log
 // start, and ErrChangelogUnstable when a transaction stays open too long.
 func (r *ChangelogReader) Read(ctx context.Context, topic string, partition int32, from int64, fn func(batch []ChangelogRecord, next int64) error) error {
+	return r.ReadAll(ctx, []ChangelogRange{{Topic: topic, Partition: partition, From: from}}, nil,
+		func(_ int, batch []ChangelogRecord, next int64) error { return fn(batch, next) })
+}
+
+// ChangelogRange is one changelog partition to replay, from From to its
+// end.
+type ChangelogRange struct {
+	Topic     string
+	Partition int32
+	From      int64
+}
+
+// ReadAll replays the changelog partitions of ranges at once, with one
+// client fetching all of them, each from its From to its last stable
+// offset; it is Read for many partitions. fn gets the batches of ranges[i]
+// with i, in offset order per partition, from one goroutine. A range whose
+// From is below its partition's log start is handed to gone (with that
+// start) before anything is read, and read from the start when gone
+// returns nil; with gone nil, ReadAll returns ErrOffsetGone instead.
+func (r *ChangelogReader) ReadAll(ctx context.Context, ranges []ChangelogRange, gone func(i int, start int64) error, fn func(i int, batch []ChangelogRecord, next int64) error) error {
 	cl, err := r.client()
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	o, err := r.waitStable(ctx, kadm.NewClient(cl), topic, partition)
+	parts := make([]topicPartition, len(ranges))
+	for i, rg := range ranges {
+		parts[i] = topicPartition{rg.Topic, rg.Partition}
+	}
+	o, err := r.waitStable(ctx, kadm.NewClient(cl), parts)
 	if err != nil {
 		return err
 	}
-	start, end := o.start, o.stable
-	if from < start {
-		return fmt.Errorf("%w: %s/%d holds offsets from %d, state has %d", ErrOffsetGone, topic, partition, start, from)
+	todo := map[topicPartition]*progress{}
+	consume := map[string]map[int32]kgo.Offset{}
+	for i, rg := range ranges {
+		b, from := o[parts[i]], rg.From
+		if from < b.start {
+			if gone == nil {
+				return fmt.Errorf("%w: %s/%d holds offsets from %d, state has %d", ErrOffsetGone, rg.Topic, rg.Partition, b.start, from)
+			}
+			if err := gone(i, b.start); err != nil {
+				return err
+			}
+			from = b.start
+		}
+		if from >= b.stable {
+			continue
+		}
+		todo[parts[i]] = &progress{i: i, pos: from, end: b.stable}
+		if consume[rg.Topic] == nil {
+			consume[rg.Topic] = map[int32]kgo.Offset{}
+		}
+		consume[rg.Topic][rg.Partition] = kgo.NewOffset().At(from)
 	}
-	if from >= end {
+	if len(todo) == 0 {
 		return nil
 	}
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}})
-	pos := from
-	for pos < end {
+	cl.AddConsumePartitions(consume)
+	for len(todo) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		fs.EachError(func(topic string, p int32, err error) {
+			ferr = fmt.Errorf("kafka: read changelog %s/%d: %w", topic, p, err)
+		})
 		if ferr != nil {
-			return fmt.Errorf("kafka: read changelog %s/%d: %w", topic, partition, ferr)
+			return ferr
 		}
-		var batch []ChangelogRecord
-		fs.EachRecord(func(rec *kgo.Record) {
-			if rec.Offset >= pos {
-				pos = rec.Offset + 1
-			}
-			if rec.Attrs.IsControl() || rec.Offset >= end {
+		var done []topicPartition
+		var perr error
+		fs.EachPartition(func(ftp kgo.FetchTopicPartition) {
+			tp := topicPartition{ftp.Topic, ftp.Partition}
+			pr := todo[tp]
+			if pr == nil || perr != nil || len(ftp.Records) == 0 {
 				return
 			}
-			batch = append(batch, ChangelogRecord{Offset: rec.Offset, Key: rec.Key, Value: rec.Value})
-		})
-		if len(batch) > 0 || pos > from {
-			if err := fn(batch, min(pos, end)); err != nil {
-				return err
+			batch, next := pr.take(ftp.Records)
+			if perr = fn(pr.i, batch, next); perr == nil && pr.pos >= pr.end {
+				done = append(done, tp)
 			}
+		})
+		if perr != nil {
+			return perr
+		}
+		if len(done) > 0 {
+			stop := map[string][]int32{}
+			for _, tp := range done {
+				stop[tp.topic] = append(stop[tp.topic], tp.p)
+				delete(todo, tp)
+			}
+			cl.PauseFetchPartitions(stop)
 		}
 	}
 	return nil
+}
+
+// progress is how far ReadAll has read one partition.
+type progress struct {
+	i        int   // index in the ranges
+	pos, end int64 // next offset to read; the last stable offset to read to
+}
+
+// take returns the data records of recs below the end and the offset to
+// resume from after them, and moves pos past recs (control records
+// included).
+func (pr *progress) take(recs []*kgo.Record) ([]ChangelogRecord, int64) {
+	batch := make([]ChangelogRecord, 0, len(recs))
+	for _, rec := range recs {
+		if rec.Offset >= pr.pos {
+			pr.pos = rec.Offset + 1
+		}
+		if rec.Attrs.IsControl() || rec.Offset >= pr.end {
+			continue
+		}
+		batch = append(batch, ChangelogRecord{Offset: rec.Offset, Key: rec.Key, Value: rec.Value})
+	}
+	return batch, min(pr.pos, pr.end)
 }
 
 func (r *ChangelogReader) client() (*kgo.Client, error) {
@@ -183,6 +297,10 @@ func (r *ChangelogReader) client() (*kgo.Client, error) {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(100 * time.Millisecond),
+		// A restore reads every changelog partition of a session at once:
+		// up to 4 MiB of each per fetch, 64 MiB in all.
+		kgo.FetchMaxPartitionBytes(4 << 20),
+		kgo.FetchMaxBytes(64 << 20),
 		kgo.DialTimeout(5 * time.Second),
 	}
 	sc := r.c.security()
