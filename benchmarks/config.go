@@ -61,6 +61,11 @@ type Config struct {
 	Rate int
 	// Peers adds the peer variants of each workload.
 	Peers bool
+	// BrokerPids are the broker's processes on this machine (a real broker
+	// started beside the bench): their CPU time inside each throughput
+	// window is reported per million records beside the variant's own.
+	// Default: none, not reported.
+	BrokerPids []int
 	// Variants, when set, runs only the variants with these names (eos,
 	// alos, sarama, franz, kstreams_eos, kstreams_alos). Without eos, the
 	// latency runs need a Rate.
@@ -127,6 +132,11 @@ func (c Config) Validate() error {
 	}
 	if len(c.Variants) > 0 && !slices.Contains(c.Variants, "eos") && c.Rate == 0 {
 		errs = append(errs, errors.New("bench: without the eos variant the latency runs need a rate (or -1: none)"))
+	}
+	for _, pid := range c.BrokerPids {
+		if pid <= 0 {
+			errs = append(errs, fmt.Errorf("bench: broker pid %d: want a positive process id", pid))
+		}
 	}
 	if c.Warmup < 0 {
 		errs = append(errs, fmt.Errorf("bench: warm-up records %d is negative", c.Warmup))

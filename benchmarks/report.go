@@ -34,7 +34,10 @@ type Measurement struct {
 	// last committed offset, so the window starts when the variant did.
 	WindowFromStart  bool    `json:"window_from_start,omitempty"`
 	CPUSecPerMillion float64 `json:"cpu_sec_per_million,omitempty"`
-	PeakRSSMB        float64 `json:"peak_rss_mb,omitempty"`
+	// BrokerCPUSecPerMillion is the broker's CPU time in the same window
+	// (Config.BrokerPids), per million records.
+	BrokerCPUSecPerMillion float64 `json:"broker_cpu_sec_per_million,omitempty"`
+	PeakRSSMB              float64 `json:"peak_rss_mb,omitempty"`
 
 	Rate         float64 `json:"rate,omitempty"`          // records/s asked for (latency runs)
 	AchievedRate float64 `json:"achieved_rate,omitempty"` // records/s written
@@ -64,7 +67,10 @@ type VariantResult struct {
 	CommitMeanMs     float64 `json:"commit_mean_ms"`
 	RecordsPerTxn    float64 `json:"records_per_txn"`
 	CPUSecPerMillion float64 `json:"cpu_sec_per_million"`
-	PeakRSSMB        float64 `json:"peak_rss_mb"`
+	// BrokerCPUSecPerMillion is the broker's CPU per million records in
+	// the throughput runs (0: no Config.BrokerPids).
+	BrokerCPUSecPerMillion float64 `json:"broker_cpu_sec_per_million,omitempty"`
+	PeakRSSMB              float64 `json:"peak_rss_mb"`
 
 	RunsRecordsPerSec []float64 `json:"runs_records_per_sec"`
 	RunsP99Ms         []float64 `json:"runs_p99_ms"`
@@ -113,6 +119,7 @@ type Report struct {
 	Started     time.Time `json:"started"`
 	DurationSec float64   `json:"duration_sec"`
 	Broker      string    `json:"broker"` // "embedded" or the bootstrap addresses
+	BrokerPids  []int     `json:"broker_pids,omitempty"`
 	Partitions  int       `json:"partitions"`
 	Replicas    int       `json:"replicas"`
 	Repeats     int       `json:"repeats"`
@@ -176,13 +183,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(w, ", %d records\n", p.Records)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "variant\trecords/s\tp50 ms\tp99 ms\tat rec/s\tcommit p50 ms\tcommit p99 ms\trec/txn\tCPU s/M rec\tpeak RSS MB\tcheck\t")
+		fmt.Fprintln(tw, "variant\trecords/s\tp50 ms\tp99 ms\tat rec/s\tcommit p50 ms\tcommit p99 ms\trec/txn\tCPU s/M rec\tbroker CPU s/M rec\tpeak RSS MB\tcheck\t")
 		names, all := p.variants()
 		for _, n := range names {
 			v := all[n]
-			fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.0f\t%s\t%s\t%s\t%.2f\t%.0f\t%s\t\n", n, v.RecordsPerSec, v.P50Ms, v.P99Ms,
+			fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.0f\t%s\t%s\t%s\t%.2f\t%s\t%.0f\t%s\t\n", n, v.RecordsPerSec, v.P50Ms, v.P99Ms,
 				v.LatencyRate, optional(v.CommitP50Ms), optional(v.CommitP99Ms), optional(v.RecordsPerTxn),
-				v.CPUSecPerMillion, v.PeakRSSMB, v.Check)
+				v.CPUSecPerMillion, optional(v.BrokerCPUSecPerMillion), v.PeakRSSMB, v.Check)
 		}
 		tw.Flush()
 		ks := sortedKeys(p.Ratios)
@@ -286,7 +293,7 @@ func summarize(p Point, records int, ms []Measurement, skipped map[string]string
 
 func summarizeVariant(ms []Measurement) *VariantResult {
 	v := &VariantResult{Check: "ok"}
-	var rps, p50, p99, p999, mx, rate, cp50, cp99, cmean, rpt, cpu, rss []float64
+	var rps, p50, p99, p999, mx, rate, cp50, cp99, cmean, rpt, cpu, bcpu, rss []float64
 	for _, m := range ms {
 		if m.Error != "" {
 			v.Errors = append(v.Errors, fmt.Sprintf("%s run %d: %s", m.Phase, m.Repeat+1, m.Error))
@@ -302,6 +309,7 @@ func summarizeVariant(ms []Measurement) *VariantResult {
 			rps = append(rps, m.RecordsPerSec)
 			v.RunsRecordsPerSec = append(v.RunsRecordsPerSec, m.RecordsPerSec)
 			cpu = append(cpu, m.CPUSecPerMillion)
+			bcpu = append(bcpu, m.BrokerCPUSecPerMillion)
 			rss = append(rss, m.PeakRSSMB)
 			if m.Txn != nil && m.Txn.Transactions > 0 {
 				cp50 = append(cp50, m.Txn.CommitP50Ms)
@@ -323,7 +331,7 @@ func summarizeVariant(ms []Measurement) *VariantResult {
 	v.LatencyRate = Median(rate)
 	v.CommitP50Ms, v.CommitP99Ms, v.CommitMeanMs = Median(cp50), Median(cp99), Median(cmean)
 	v.RecordsPerTxn = Median(rpt)
-	v.CPUSecPerMillion, v.PeakRSSMB = Median(cpu), Median(rss)
+	v.CPUSecPerMillion, v.BrokerCPUSecPerMillion, v.PeakRSSMB = Median(cpu), Median(bcpu), Median(rss)
 	return v
 }
 

@@ -65,6 +65,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	} else {
 		rep.Broker = strings.Join(env.Brokers, ",")
 	}
+	if len(cfg.BrokerPids) > 0 {
+		rep.BrokerPids = cfg.BrokerPids
+		rep.Notes = append(rep.Notes, fmt.Sprintf("broker CPU: processes %v, counted inside each throughput window (broker CPU s/M rec)", cfg.BrokerPids))
+	}
 	cl, err := kgo.NewClient(clientcfg.Options(env.Brokers, "onceflow-bench-admin", nil)...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -321,6 +325,16 @@ type sample struct {
 	at        time.Time
 	committed int64
 	cpu       time.Duration
+	brokerCPU time.Duration // of Config.BrokerPids; 0 without them
+}
+
+// brokerCPU is the CPU time of the broker's processes (Config.BrokerPids),
+// or 0 when none were given.
+func (b *bench) brokerCPU() time.Duration {
+	if len(b.cfg.BrokerPids) == 0 {
+		return 0
+	}
+	return cpuTime(b.cfg.BrokerPids)
 }
 
 // keepOnFailure removes a run's state directory, or keeps it when the run
@@ -373,7 +387,7 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 	rctx, cancel := context.WithTimeout(ctx, b.cfg.RunTimeout)
 	defer cancel()
 	began := time.Now()
-	cpu0 := cpuTime(nil)
+	cpu0, broker0 := cpuTime(nil), b.brokerCPU()
 	running, err := v.Start(rctx, RunSpec{Env: b.env, Workload: wl, App: app, Input: inTopic, Output: outTopic,
 		CommitInterval: p.CommitInterval, CommitRecords: b.cfg.CommitRecords, Replicas: b.cfg.Replicas, StateDir: dir,
 		Logger: b.cfg.Logger.Named(v.Name())})
@@ -394,7 +408,7 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 			b.log.Debug("fetch offsets", "error", err)
 		}
 		if c > 0 && (len(steps) == 0 || c > steps[len(steps)-1].committed) {
-			steps = append(steps, sample{at: time.Now(), committed: c, cpu: cpuTime(pids)})
+			steps = append(steps, sample{at: time.Now(), committed: c, cpu: cpuTime(pids), brokerCPU: b.brokerCPU()})
 		}
 		if c >= total {
 			break
@@ -420,7 +434,7 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 	if stopErr != nil {
 		return fail(stopErr)
 	}
-	start, stop, fromStart := throughputWindow(steps, sample{at: began, cpu: cpu0}, total)
+	start, stop, fromStart := throughputWindow(steps, sample{at: began, cpu: cpu0, brokerCPU: broker0}, total)
 	window := stop.at.Sub(start.at)
 	n := stop.committed - start.committed
 	m.WindowFromStart = fromStart
@@ -428,6 +442,7 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 	m.RecordsPerSec = float64(n) / window.Seconds()
 	if n > 0 {
 		m.CPUSecPerMillion = (stop.cpu - start.cpu).Seconds() / float64(n) * 1e6
+		m.BrokerCPUSecPerMillion = (stop.brokerCPU - start.brokerCPU).Seconds() / float64(n) * 1e6
 	}
 	m.PeakRSSMB = float64(rss) / (1 << 20)
 

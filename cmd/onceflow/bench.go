@@ -26,6 +26,7 @@ type BenchCmd struct {
 	CommitRecords  int             `name:"commit-records" default:"0" help:"onceflow's early commit after this many records (0: the engine's default)."`
 	Peers          bool            `name:"peers" help:"Also run the peers: sarama's transactional copy loop (the client's floor), franz-go's GroupTransactSession loop, and Kafka Streams (only with --brokers)."`
 	Variants       []string        `name:"variants" help:"Run only these variants, comma-separated (eos, alos, sarama, franz, kstreams_eos, kstreams_alos)."`
+	BrokerPids     []int           `name:"broker-pids" placeholder:"PID" help:"The broker's processes on this machine (e.g. the pid in scripts/kafka.sh's broker.pid): their CPU per million records in each throughput run is reported beside the variant's own."`
 	KStreamsJar    string          `name:"kstreams-jar" type:"path" help:"The Kafka Streams peer's jar (default: built with benchmarks/peers/kstreams/build.sh)."`
 	JSON           bool            `name:"json" help:"Print one JSON object instead of tables."`
 	Out            string          `name:"out" type:"path" placeholder:"DIR" help:"Write results.json and chart.svg (and chart.png) into DIR."`
@@ -70,6 +71,7 @@ func (c *BenchCmd) Run(env *Env) error {
 		Rate:            rate,
 		Peers:           c.Peers,
 		Variants:        splitList(c.Variants),
+		BrokerPids:      c.BrokerPids,
 		KStreamsJar:     c.KStreamsJar,
 		RunTimeout:      c.RunTimeout,
 		ProfileDir:      c.Profile,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +56,62 @@ func TestBenchJSON(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestBenchBrokerCPU names this test's own process as the broker (the
+// embedded broker runs in it): every throughput run, and each variant's
+// median, must carry a positive broker CPU per million records, and the
+// table must have the column.
+func TestBenchBrokerCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the bench on an embedded broker")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := []string{"bench", "--records", "3000", "--repeats", "1", "--warmup", "0", "--no-latency", "--no-progress"}
+	code, stdout, stderr := cli(t, ctx, append(args, "--json", "--broker-pids", strconv.Itoa(os.Getpid()))...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	var rep struct {
+		BrokerPids []int `json:"broker_pids"`
+		Sweep      []struct {
+			EOS  map[string]any `json:"eos"`
+			ALOS map[string]any `json:"alos"`
+			Runs []struct {
+				Variant   string  `json:"variant"`
+				BrokerCPU float64 `json:"broker_cpu_sec_per_million"`
+				CPU       float64 `json:"cpu_sec_per_million"`
+			} `json:"runs"`
+		} `json:"sweep"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+	}
+	if len(rep.BrokerPids) != 1 || rep.BrokerPids[0] != os.Getpid() {
+		t.Errorf("broker_pids %v, want [%d]", rep.BrokerPids, os.Getpid())
+	}
+	if len(rep.Sweep) != 1 || len(rep.Sweep[0].Runs) != 2 {
+		t.Fatalf("want one point with 2 runs, got %s", stdout)
+	}
+	for _, m := range rep.Sweep[0].Runs {
+		// The broker is this process, so its CPU is the variant's.
+		if m.BrokerCPU <= 0 || m.CPU <= 0 {
+			t.Errorf("%s: broker CPU %v s/M, own CPU %v s/M, want both positive", m.Variant, m.BrokerCPU, m.CPU)
+		}
+	}
+	for g, v := range map[string]map[string]any{"eos": rep.Sweep[0].EOS, "alos": rep.Sweep[0].ALOS} {
+		if c, ok := v["broker_cpu_sec_per_million"].(float64); !ok || c <= 0 {
+			t.Errorf("%s.broker_cpu_sec_per_million = %v, want a positive number", g, v["broker_cpu_sec_per_million"])
+		}
+	}
+
+	code, stdout, stderr = cli(t, ctx, args...) // tables, no --broker-pids
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "broker CPU s/M rec") {
+		t.Errorf("no broker CPU column in\n%s", stdout)
 	}
 }
