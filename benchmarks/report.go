@@ -38,6 +38,10 @@ type Measurement struct {
 	// (Config.BrokerPids), per million records.
 	BrokerCPUSecPerMillion float64 `json:"broker_cpu_sec_per_million,omitempty"`
 	PeakRSSMB              float64 `json:"peak_rss_mb,omitempty"`
+	// StateMB is the size of the run's state directory when the run had
+	// committed its whole input (onceflow: Pebble, its WAL included; Kafka
+	// Streams: RocksDB and checkpoints, its own log left out).
+	StateMB float64 `json:"state_mb,omitempty"`
 
 	Rate         float64 `json:"rate,omitempty"`          // records/s asked for (latency runs)
 	AchievedRate float64 `json:"achieved_rate,omitempty"` // records/s written
@@ -71,6 +75,9 @@ type VariantResult struct {
 	// the throughput runs (0: no Config.BrokerPids).
 	BrokerCPUSecPerMillion float64 `json:"broker_cpu_sec_per_million,omitempty"`
 	PeakRSSMB              float64 `json:"peak_rss_mb"`
+	// StateMB is the median size of the state directory at the end of the
+	// throughput runs.
+	StateMB float64 `json:"state_mb,omitempty"`
 
 	RunsRecordsPerSec []float64 `json:"runs_records_per_sec"`
 	RunsP99Ms         []float64 `json:"runs_p99_ms"`
@@ -183,13 +190,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(w, ", %d records\n", p.Records)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "variant\trecords/s\tp50 ms\tp99 ms\tat rec/s\tcommit p50 ms\tcommit p99 ms\trec/txn\tCPU s/M rec\tbroker CPU s/M rec\tpeak RSS MB\tcheck\t")
+		fmt.Fprintln(tw, "variant\trecords/s\tp50 ms\tp99 ms\tat rec/s\tcommit p50 ms\tcommit p99 ms\trec/txn\tCPU s/M rec\tbroker CPU s/M rec\tpeak RSS MB\tstate MB\tcheck\t")
 		names, all := p.variants()
 		for _, n := range names {
 			v := all[n]
-			fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.0f\t%s\t%s\t%s\t%.2f\t%s\t%.0f\t%s\t\n", n, v.RecordsPerSec, v.P50Ms, v.P99Ms,
+			fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.0f\t%s\t%s\t%s\t%.2f\t%s\t%.0f\t%s\t%s\t\n", n, v.RecordsPerSec, v.P50Ms, v.P99Ms,
 				v.LatencyRate, optional(v.CommitP50Ms), optional(v.CommitP99Ms), optional(v.RecordsPerTxn),
-				v.CPUSecPerMillion, optional(v.BrokerCPUSecPerMillion), v.PeakRSSMB, v.Check)
+				v.CPUSecPerMillion, optional(v.BrokerCPUSecPerMillion), v.PeakRSSMB, optional(v.StateMB), v.Check)
 		}
 		tw.Flush()
 		ks := sortedKeys(p.Ratios)
@@ -293,7 +300,7 @@ func summarize(p Point, records int, ms []Measurement, skipped map[string]string
 
 func summarizeVariant(ms []Measurement) *VariantResult {
 	v := &VariantResult{Check: "ok"}
-	var rps, p50, p99, p999, mx, rate, cp50, cp99, cmean, rpt, cpu, bcpu, rss []float64
+	var rps, p50, p99, p999, mx, rate, cp50, cp99, cmean, rpt, cpu, bcpu, rss, state []float64
 	for _, m := range ms {
 		if m.Error != "" {
 			v.Errors = append(v.Errors, fmt.Sprintf("%s run %d: %s", m.Phase, m.Repeat+1, m.Error))
@@ -311,6 +318,7 @@ func summarizeVariant(ms []Measurement) *VariantResult {
 			cpu = append(cpu, m.CPUSecPerMillion)
 			bcpu = append(bcpu, m.BrokerCPUSecPerMillion)
 			rss = append(rss, m.PeakRSSMB)
+			state = append(state, m.StateMB)
 			if m.Txn != nil && m.Txn.Transactions > 0 {
 				cp50 = append(cp50, m.Txn.CommitP50Ms)
 				cp99 = append(cp99, m.Txn.CommitP99Ms)
@@ -332,6 +340,7 @@ func summarizeVariant(ms []Measurement) *VariantResult {
 	v.CommitP50Ms, v.CommitP99Ms, v.CommitMeanMs = Median(cp50), Median(cp99), Median(cmean)
 	v.RecordsPerTxn = Median(rpt)
 	v.CPUSecPerMillion, v.BrokerCPUSecPerMillion, v.PeakRSSMB = Median(cpu), Median(bcpu), Median(rss)
+	v.StateMB = Median(state)
 	return v
 }
 

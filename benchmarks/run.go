@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -328,6 +329,23 @@ type sample struct {
 	brokerCPU time.Duration // of Config.BrokerPids; 0 without them
 }
 
+// dirSize is the bytes of the regular files under dir, the Kafka Streams
+// replicas' logs (kstreams-r<i>.log) left out: what a variant keeps as
+// local state.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), "kstreams-") && strings.HasSuffix(d.Name(), ".log") {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && info.Mode().IsRegular() {
+			n += info.Size()
+		}
+		return nil
+	})
+	return n
+}
+
 // brokerCPU is the CPU time of the broker's processes (Config.BrokerPids),
 // or 0 when none were given.
 func (b *bench) brokerCPU() time.Duration {
@@ -422,6 +440,7 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 		}
 	}
 	rss := peakRSS(pids)
+	m.StateMB = float64(dirSize(dir)) / (1 << 20) // while it runs: a stop may drop state
 	stopProfile()
 	stopErr := running.Stop()
 	if ts, ok := running.(TxnStatser); ok {

@@ -2,6 +2,8 @@ package benchmarks
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -44,5 +46,28 @@ func TestPeersExactlyOnce(t *testing.T) {
 	}
 	if res.Ratios["eos_over_sarama"] <= 0 || res.Ratios["sarama_over_franz"] <= 0 {
 		t.Errorf("ratios %v", res.Ratios)
+	}
+}
+
+// TestDirSize counts the state files under a run's directory, nested ones
+// included (Pebble's WAL ends in .log too), and leaves out the Kafka
+// Streams replicas' own logs.
+func TestDirSize(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]int{"r1/000002.log": 700, "r1/000004.sst": 300, "r2/MANIFEST-000001": 20, "kstreams-r1.log": 5000}
+	for name, n := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := dirSize(dir); got != 1020 {
+		t.Errorf("dirSize = %d, want 1020 (700 + 300 + 20, the Kafka Streams log left out)", got)
+	}
+	if got := dirSize(filepath.Join(dir, "absent")); got != 0 {
+		t.Errorf("dirSize of an absent directory = %d, want 0", got)
 	}
 }

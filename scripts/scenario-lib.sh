@@ -49,7 +49,9 @@ wait_ready() { for _ in $(seq 600); do curl -sf "http://127.0.0.1:$1/readyz" >/d
 
 # run_replicas_with_kills starts replicas r1, r2 and r3, then kills r3 with
 # SIGKILL $kills times, evenly over the $records input records, restarting
-# it on its state each time. The pids are left in rp (r1, r2) and victim
+# it on its state each time, and prints how long each kill took to exit
+# and the restarted replica to report ready (its /readyz: in a group
+# session with its tasks restored). The pids are left in rp (r1, r2) and victim
 # (the last r3).
 run_replicas_with_kills() {
   rp=()
@@ -59,12 +61,16 @@ run_replicas_with_kills() {
   for k in $(seq "$kills"); do
     target=$(( records * k / (kills + 1) ))
     while c=$(committed); [ "$c" -lt "$target" ]; do sleep 0.05; done
+    t_kill=$(date +%s.%N)
     kill -KILL "$victim"
     while kill -0 "$victim" 2>/dev/null; do sleep 0.01; done
+    t_exit=$(date +%s.%N)
     echo "killed r3 (pid $victim) with SIGKILL at $c of $records committed; restarting it on its state"
     victim=$(start_replica r3 $((base_port + 3)) "$work/state-r3")
     pids+=("$victim")
     wait_ready $((base_port + 3))
-    echo "  r3 back: restored $(metric $((base_port + 3)) onceflow_restored_records_total) changelog records"
+    t_ready=$(date +%s.%N)
+    echo "  r3 back: restored $(metric $((base_port + 3)) onceflow_restored_records_total) changelog records;" \
+      "$(awk -v k="$t_kill" -v e="$t_exit" -v r="$t_ready" 'BEGIN {printf "kill -> exit %.2f s, restart -> ready %.2f s, kill -> ready %.2f s", e-k, r-e, r-k}')"
   done
 }
