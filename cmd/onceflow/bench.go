@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -125,4 +128,27 @@ func splitList(vs []string) []string {
 		}
 	}
 	return out
+}
+
+// BenchTargetsCmd is `onceflow bench-targets`.
+type BenchTargetsCmd struct {
+	Dir string `arg:"" type:"existingdir" help:"The full run's directory (scripts/bench-full.sh writes one step per subdirectory)."`
+}
+
+// Run computes the targets from the run's results, writes DIR/TARGETS.md
+// and prints it.
+func (c *BenchTargetsCmd) Run(env *Env) error {
+	ts, err := benchmarks.EvaluateTargets(c.Dir)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := benchmarks.WriteTargets(&b, c.Dir, ts); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.Dir, "TARGETS.md"), b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("bench-targets: %w", err)
+	}
+	_, err = env.Stdout.Write(b.Bytes())
+	return err
 }

@@ -23,13 +23,14 @@ import (
 type CLI struct {
 	Globals
 
-	Broker     BrokerCmd     `cmd:"" help:"Run the embedded Kafka-compatible broker until interrupted."`
-	Produce    ProduceCmd    `cmd:"" help:"Write records to a topic: your own (--from, JSON lines) or generated ones (--records)."`
-	Topics     TopicsCmd     `cmd:"" help:"Create, list and describe topics."`
-	Verify     VerifyCmd     `cmd:"" help:"Check that every input record has exactly one output record, by lineage."`
-	Lag        LagCmd        `cmd:"" help:"Show (or wait for) a group's committed progress through a topic."`
-	Bench      BenchCmd      `cmd:"" help:"Measure a workload in exactly-once and at-least-once mode (and the peers) on one broker."`
-	BenchSinks BenchSinksCmd `cmd:"" name:"bench-sinks" help:"Measure the sink runner: HTTP deliveries/s to a receiver answering after a delay, at several parallelisms."`
+	Broker       BrokerCmd       `cmd:"" help:"Run the embedded Kafka-compatible broker until interrupted."`
+	Produce      ProduceCmd      `cmd:"" help:"Write records to a topic: your own (--from, JSON lines) or generated ones (--records)."`
+	Topics       TopicsCmd       `cmd:"" help:"Create, list and describe topics."`
+	Verify       VerifyCmd       `cmd:"" help:"Check that every input record has exactly one output record, by lineage."`
+	Lag          LagCmd          `cmd:"" help:"Show (or wait for) a group's committed progress through a topic."`
+	Bench        BenchCmd        `cmd:"" help:"Measure a workload in exactly-once and at-least-once mode (and the peers) on one broker."`
+	BenchTargets BenchTargetsCmd `cmd:"" name:"bench-targets" help:"Write TARGETS.md of a full benchmark run's directory (scripts/bench-full.sh): every performance target with its measured ratio, met or not met."`
+	BenchSinks   BenchSinksCmd   `cmd:"" name:"bench-sinks" help:"Measure the sink runner: HTTP deliveries/s to a receiver answering after a delay, at several parallelisms."`
 
 	Sinks    SinksCmd    `cmd:"" help:"Inspect external sinks: ledger counts, deliveries parked as unknown."`
 	DLQ      DLQCmd      `cmd:"" name:"dlq" help:"Inspect a sink's dead letters."`
