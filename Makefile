@@ -1,7 +1,7 @@
 # onceflow build and test entry points. `make test` is what CI and newcomers run.
 GO ?= go
 
-.PHONY: test test-pg lint build fuzz chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka test-security kafka-secure-up kafka-secure-down compose-check test-browser
+.PHONY: test test-pg lint build bench-full fuzz chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka test-security kafka-secure-up kafka-secure-down compose-check test-browser
 
 # Everything under the race detector, then the tests that drive sarama's
 # producer through failed produce requests, where sarama itself has a data
@@ -29,6 +29,13 @@ lint:
 
 build:
 	$(GO) build -o bin/onceflow ./cmd/onceflow
+
+# The full benchmark of the performance targets on a real Kafka broker of its
+# own (about an hour on 2 cores; see benchmarks/README.md): every step under
+# benchmarks/results/<date>-full/, then its TARGETS.md. BENCH_FULL_FLAGS=--quick
+# is a smoke run of a few minutes.
+bench-full:
+	@scripts/bench-full.sh $(BENCH_FULL_FLAGS)
 
 # Every fuzz target (found by scripts/fuzz.sh: each func FuzzXxx in a test
 # file) for FUZZTIME each, one after the other. A failing input stays in the

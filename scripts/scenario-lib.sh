@@ -45,6 +45,16 @@ metric() { # port name: sum of a metric's series
 committed() { # 0 until the group has committed
   $of lag -b "$brokers" -g "$app" -t "$in" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["committed"])' 2>/dev/null || echo 0
 }
+# gone PID succeeds once PID has exited: no such process, or a zombie. A
+# zombie holds nothing (memory, files, ports, locks all released); only its
+# exit status waits for its parent, and a replica started in $(...) is an
+# orphan whose reaping by init can take over a second (1.3 s for a killed
+# `sleep` on the benchmark machine), which kill -0 would count as exiting.
+gone() {
+  local s
+  s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 0
+  [ -z "$s" ] || [ "$s" = Z ]
+}
 wait_ready() { for _ in $(seq 600); do curl -sf "http://127.0.0.1:$1/readyz" >/dev/null && return 0; sleep 0.1; done; return 1; }
 
 # run_replicas_with_kills starts replicas r1, r2 and r3, then kills r3 with
@@ -63,7 +73,7 @@ run_replicas_with_kills() {
     while c=$(committed); [ "$c" -lt "$target" ]; do sleep 0.05; done
     t_kill=$(date +%s.%N)
     kill -KILL "$victim"
-    while kill -0 "$victim" 2>/dev/null; do sleep 0.01; done
+    until gone "$victim"; do sleep 0.01; done
     t_exit=$(date +%s.%N)
     echo "killed r3 (pid $victim) with SIGKILL at $c of $records committed; restarting it on its state"
     victim=$(start_replica r3 $((base_port + 3)) "$work/state-r3")

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# The full benchmark of the performance targets, on a real Kafka 4.4.0 broker
+# of its own, every step one after the other, then TARGETS.md: each target
+# with its measured figures, ratio and met / not met (onceflow bench-targets).
+#
+#   scripts/bench-full.sh [--quick] [--out DIR] [--steps S1,S2,...]
+#                         [--orders-records N] [--orders-large-records N]
+#                         [--copy-records N] [--copy-repeats N]
+#                         [--restore-records N]
+#
+# Steps, each a directory of DIR (default benchmarks/results/<UTC date>-full)
+# with command.txt (the command, the commit, start and end, the load average
+# before and after, the exit status) and output.txt (and, for the bench
+# steps, results.json, the chart and CPU profiles under profiles/):
+#
+#   orders-300k           orders, eos, alos, kstreams_eos, kstreams_alos;
+#                         latency at 2,000 events/s
+#   orders-300k-half-max  orders, eos and alos; latency at half the eos maximum
+#   orders-3m             orders, 3,000,000 events, eos, alos, kstreams_eos;
+#                         throughput only
+#   copy                  copy, 100 B and 1 KB, every variant, medians of 2;
+#                         latency at 20,000 records/s
+#   copy-half-max         copy, 100 B, eos, alos, sarama; latency at half max
+#   scale-r1, -r2, -r3    orders eos on 12 partitions with 1, 2, 3 replicas
+#   restore               scripts/orders-scenario.sh: 3 SIGKILLs of a replica
+#                         (kill -> ready, restart -> ready) and a cold restore
+#
+# A step that fails is recorded (its exit status in command.txt, its name in
+# DIR/command.txt) and the next one runs. The broker is stopped and its data
+# removed at the end, however the script ends. --quick runs every step with
+# tiny sizes (a smoke test of the whole run, a few minutes; its figures mean
+# nothing).
+#
+# Environment: BENCH_KAFKA_PORT (default 29092; the controller listens on
+# the next port), BENCH_KAFKA_DIR (the broker's folder, default
+# /tmp/onceflow-bench-full-kafka).
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ONCEFLOW_ROOT"
+
+quick=0
+out=""
+steps=""
+orders_records=300000
+orders_large_records=3000000
+copy_records=500000
+copy_repeats=2
+restore_records=300000
+scale_records=300000
+latency_window=10s
+warmup=100000
+usage() {
+	sed -n '5,9p' "$0" >&2
+	exit 2
+}
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick)
+		quick=1
+		orders_records=5000 orders_large_records=20000 copy_records=20000 copy_repeats=1
+		restore_records=5000 scale_records=5000 latency_window=2s warmup=2000
+		shift
+		;;
+	--out) out="$2"; shift 2 ;;
+	--steps) steps=",$2,"; shift 2 ;;
+	--orders-records) orders_records="$2"; shift 2 ;;
+	--orders-large-records) orders_large_records="$2"; shift 2 ;;
+	--copy-records) copy_records="$2"; shift 2 ;;
+	--copy-repeats) copy_repeats="$2"; shift 2 ;;
+	--restore-records) restore_records="$2"; shift 2 ;;
+	*) usage ;;
+	esac
+done
+if [ -z "$out" ]; then
+	out="benchmarks/results/$(date -u +%F)-full"
+	[ "$quick" = 0 ] || out="/tmp/onceflow-bench-full-quick-$(date -u +%H%M%S)"
+fi
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+
+export ONCEFLOW_KAFKA_DIR="${BENCH_KAFKA_DIR:-/tmp/onceflow-bench-full-kafka}"
+export KAFKA_PORT="${BENCH_KAFKA_PORT:-29092}"
+export KAFKA_CONTROLLER_PORT="$((KAFKA_PORT + 1))"
+
+commit="$(git rev-parse --short HEAD)"
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then commit="$commit (with uncommitted changes)"; fi
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+stamp() { date -u +%FT%TZ; }
+
+failed=()
+{
+	echo "scripts/bench-full.sh $*"
+	echo "commit $commit"
+	echo "started $(stamp)"
+	echo "load average before: $(loadavg)"
+} >"$out/command.txt"
+
+stop_broker() {
+	scripts/kafka.sh down >&2 || true
+	{
+		echo "finished $(stamp)"
+		echo "load average after: $(loadavg)"
+		echo "failed steps: ${failed[*]:-none}"
+	} >>"$out/command.txt"
+}
+# Set before `up`, so that a start that fails half-way is cleaned too.
+trap stop_broker EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+log "building bin/onceflow at $commit"
+go build -o bin/onceflow ./cmd/onceflow
+brokers="$(scripts/kafka.sh up | tail -n 1)"
+[ -n "$brokers" ] || die "scripts/kafka.sh up printed no address"
+broker_pid="$(cat "$ONCEFLOW_KAFKA_DIR/broker.pid")"
+log "broker $brokers (pid $broker_pid, folder $ONCEFLOW_KAFKA_DIR); results in $out"
+
+# wanted NAME succeeds when --steps is not given or lists NAME.
+wanted() { [ -z "$steps" ] || [[ "$steps" == *",$1,"* ]]; }
+
+# step NAME COMMAND... runs one step into $out/NAME, recording it.
+step() {
+	local name="$1" dir="$out/$1" rc=0
+	shift
+	wanted "$name" || return 0
+	mkdir -p "$dir"
+	{
+		echo "$*"
+		echo "commit $commit"
+		echo "started $(stamp)"
+		echo "load average before: $(loadavg)"
+	} >"$dir/command.txt"
+	log "step $name: $*"
+	"$@" >"$dir/output.txt" 2>&1 || rc=$?
+	{
+		echo "finished $(stamp)"
+		echo "load average after: $(loadavg)"
+		echo "exit $rc"
+	} >>"$dir/command.txt"
+	if [ "$rc" != 0 ]; then
+		failed+=("$name")
+		log "step $name failed (exit $rc); see $dir/output.txt"
+	fi
+}
+
+# bench NAME FLAGS... is a step of `onceflow bench` on the broker, with the
+# broker's CPU counted and CPU profiles kept.
+bench() {
+	local name="$1"
+	shift
+	step "$name" bin/onceflow bench --brokers "$brokers" --broker-pids "$broker_pid" --no-progress \
+		--profile "$out/$name/profiles" --out "$out/$name" "$@"
+}
+
+bench orders-300k --workload orders --peers --variants eos,alos,kstreams_eos,kstreams_alos \
+	--records "$orders_records" --repeats 1 --rate 2000 --latency-window "$latency_window" --warmup "$warmup"
+bench orders-300k-half-max --workload orders --variants eos,alos \
+	--records "$orders_records" --repeats 1 --latency-window "$latency_window" --warmup 0
+bench orders-3m --workload orders --peers --variants eos,alos,kstreams_eos \
+	--records "$orders_large_records" --repeats 1 --no-latency --warmup 0
+bench copy --workload copy --peers --value-size 100,1000 \
+	--records "$copy_records" --repeats "$copy_repeats" --rate 20000 --latency-window "$latency_window" --warmup "$warmup"
+bench copy-half-max --workload copy --peers --variants eos,alos,sarama --value-size 100 \
+	--records "$copy_records" --repeats 1 --latency-window "$latency_window" --warmup 0
+for n in 1 2 3; do
+	bench "scale-r$n" --workload orders --variants eos --partitions 12 --replicas "$n" \
+		--records "$scale_records" --repeats 1 --no-latency --warmup 0
+done
+step restore scripts/orders-scenario.sh --brokers "$brokers" --records "$restore_records" --kills 3
+
+log "writing $out/TARGETS.md"
+bin/onceflow bench-targets "$out" >/dev/null || failed+=("targets")
+if [ ${#failed[@]} -gt 0 ]; then
+	log "done with failed steps: ${failed[*]}; results in $out"
+	exit 1
+fi
+log "done; results in $out"
