@@ -77,6 +77,11 @@ if [ -z "$out" ]; then
 	out="benchmarks/results/$(date -u +%F)-full"
 	[ "$quick" = 0 ] || out="/tmp/onceflow-bench-full-quick-$(date -u +%H%M%S)"
 fi
+# A second full run into the same folder would mix its steps with the
+# first's; --steps reruns some steps into it on purpose.
+if [ -z "$steps" ] && [ -e "$out/command.txt" ]; then
+	die "$out holds a run already: pass another --out, or --steps to rerun some steps into it"
+fi
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
@@ -112,6 +117,11 @@ trap 'exit 143' TERM
 
 log "building bin/onceflow at $commit"
 go build -o bin/onceflow ./cmd/onceflow
+# The Kafka Streams peer is built (with Maven, once) before the broker
+# starts; if it cannot be, the bench steps say why they skipped it.
+if ! benchmarks/peers/kstreams/build.sh >&2; then
+	log "warning: the Kafka Streams peer did not build; its variants will be skipped"
+fi
 brokers="$(scripts/kafka.sh up | tail -n 1)"
 [ -n "$brokers" ] || die "scripts/kafka.sh up printed no address"
 broker_pid="$(cat "$ONCEFLOW_KAFKA_DIR/broker.pid")"

@@ -115,3 +115,39 @@ func TestBenchBrokerCPU(t *testing.T) {
 		t.Errorf("no broker CPU column in\n%s", stdout)
 	}
 }
+
+// TestBenchTargetsWritesFile runs `bench-targets` on a run directory with
+// one step: TARGETS.md is written and printed, the missing steps are "no
+// data", and a directory that does not exist is refused.
+func TestBenchTargetsWritesFile(t *testing.T) {
+	dir := t.TempDir()
+	step := filepath.Join(dir, "orders-300k")
+	if err := os.MkdirAll(step, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := `{"workload":"orders","commit_interval_ms":100,"eos":{"records_per_sec":40000,"cpu_sec_per_million":28,"check":"ok"},` +
+		`"peers":{"kstreams_eos":{"records_per_sec":10000,"cpu_sec_per_million":40,"check":"ok"}}}`
+	if err := os.WriteFile(filepath.Join(step, "results.json"), []byte(`{"sweep":[`+res+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	code, stdout, stderr := cli(t, ctx, "bench-targets", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	file, err := os.ReadFile(filepath.Join(dir, "TARGETS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(file) != stdout {
+		t.Errorf("TARGETS.md differs from what was printed")
+	}
+	for _, s := range []string{"| orders EOS ≥ 2.0 × Kafka Streams EOS, 300,000 events | 40,000 / 10,000 events/s", "| 4.000 | ≥ 2.00 | **met** |", "| no data |"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("output lacks %q:\n%s", s, stdout)
+		}
+	}
+	if code, _, _ := cli(t, ctx, "bench-targets", filepath.Join(dir, "absent")); code == exitOK {
+		t.Error("bench-targets of an absent directory succeeded")
+	}
+}
