@@ -202,8 +202,8 @@ func (r *fullRun) ordersTargets() []Target {
 		if eos == nil || ks == nil {
 			ts = append(ts, noData(name, reasons(why, why2)))
 		} else {
-			ts = append(ts, atLeast(name, fmt.Sprintf("%s / %s events/s; onceflow %s, Kafka Streams %s",
-				num(eos.RecordsPerSec), num(ks.RecordsPerSec), cpuText(eos), cpuText(ks)),
+			ts = append(ts, atLeast(name, fmt.Sprintf("%s events: %s / %s events/s; onceflow %s, Kafka Streams %s",
+				num(float64(p.Records)), num(eos.RecordsPerSec), num(ks.RecordsPerSec), cpuText(eos), cpuText(ks)),
 				Ratio(eos.RecordsPerSec, ks.RecordsPerSec), wantOrdersOverKStreams))
 			if eos.BrokerCPUSecPerMillion > 0 && ks.BrokerCPUSecPerMillion > 0 {
 				// On a machine whose cores are all busy, events/s is the
@@ -261,8 +261,8 @@ func (r *fullRun) copyTargets() []Target {
 		if eos == nil || alos == nil {
 			ts = append(ts, noData(name, reasons(why, why2)))
 		} else {
-			ts = append(ts, atLeast(name, fmt.Sprintf("%s / %s records/s; EOS %s, ALOS %s",
-				num(eos.RecordsPerSec), num(alos.RecordsPerSec), cpuText(eos), cpuText(alos)),
+			ts = append(ts, atLeast(name, fmt.Sprintf("%s records: %s / %s records/s; EOS %s, ALOS %s",
+				num(float64(p.Records)), num(eos.RecordsPerSec), num(alos.RecordsPerSec), cpuText(eos), cpuText(alos)),
 				Ratio(eos.RecordsPerSec, alos.RecordsPerSec), wantEOSOverALOSCopy))
 		}
 		sarama, why3 := variant(p, "sarama")

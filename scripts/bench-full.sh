@@ -40,6 +40,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$ONCEFLOW_ROOT"
 
+args="$*"
 quick=0
 out=""
 steps=""
@@ -96,7 +97,7 @@ stamp() { date -u +%FT%TZ; }
 
 failed=()
 {
-	echo "scripts/bench-full.sh $*"
+	echo "scripts/bench-full.sh $args"
 	echo "commit $commit"
 	echo "started $(stamp)"
 	echo "load average before: $(loadavg)"
