@@ -275,17 +275,38 @@ type progress struct {
 
 // take returns the data records of recs below the end and the offset to
 // resume from after them, and moves pos past recs (control records
-// included).
+// included). Keys and values are copied into one slab: the client's
+// records point into its whole fetch response, which a batch handed on
+// would otherwise keep in memory.
 func (pr *progress) take(recs []*kgo.Record) ([]ChangelogRecord, int64) {
-	batch := make([]ChangelogRecord, 0, len(recs))
+	keep := func(rec *kgo.Record) bool {
+		return !rec.Attrs.IsControl() && rec.Offset >= pr.pos && rec.Offset < pr.end
+	}
+	n, size := 0, 0
 	for _, rec := range recs {
+		if keep(rec) {
+			n++
+			size += len(rec.Key) + len(rec.Value)
+		}
+	}
+	batch := make([]ChangelogRecord, 0, n)
+	slab := make([]byte, 0, size)
+	for _, rec := range recs {
+		if keep(rec) {
+			k := len(slab)
+			slab = append(slab, rec.Key...)
+			key := slab[k:len(slab):len(slab)]
+			var value []byte // nil: a tombstone
+			if rec.Value != nil {
+				v := len(slab)
+				slab = append(slab, rec.Value...)
+				value = slab[v:len(slab):len(slab)]
+			}
+			batch = append(batch, ChangelogRecord{Offset: rec.Offset, Key: key, Value: value})
+		}
 		if rec.Offset >= pr.pos {
 			pr.pos = rec.Offset + 1
 		}
-		if rec.Attrs.IsControl() || rec.Offset >= pr.end {
-			continue
-		}
-		batch = append(batch, ChangelogRecord{Offset: rec.Offset, Key: rec.Key, Value: rec.Value})
 	}
 	return batch, min(pr.pos, pr.end)
 }
@@ -298,9 +319,8 @@ func (r *ChangelogReader) client() (*kgo.Client, error) {
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(100 * time.Millisecond),
 		// A restore reads every changelog partition of a session at once:
-		// up to 4 MiB of each per fetch, 64 MiB in all.
-		kgo.FetchMaxPartitionBytes(4 << 20),
-		kgo.FetchMaxBytes(64 << 20),
+		// up to 1 MiB of each per fetch (the default), 8 MiB in all.
+		kgo.FetchMaxBytes(8 << 20),
 		kgo.DialTimeout(5 * time.Second),
 	}
 	sc := r.c.security()
