@@ -170,8 +170,9 @@ func (r *ordersRunner) apply() error {
 // the state's share of one event's CPU at that state size; the two
 // sub-benchmarks give its growth. cpu-ns/op is the process's CPU per
 // timed event, background flushes and compactions included: on a shared
-// machine, steadier than ns/op. At most 300,000 events are timed
-// (-benchtime up to 300000x).
+// machine, steadier than ns/op. load-cpu-ns/event is the same over the
+// untimed events that built the state: an average over its growth. At
+// most 300,000 events are timed (-benchtime up to 300000x).
 func BenchmarkOrdersState(b *testing.B) {
 	for _, c := range []struct {
 		name    string
@@ -194,11 +195,13 @@ func benchmarkOrdersState(b *testing.B, preload int, opts Options) {
 		offsets: map[StoreTask]int64{},
 		now:     time.UnixMilli(1_700_000_000_000),
 	}
+	load0 := processCPU(b)
 	for i := range o.events[:preload] {
 		if err := r.event(o, &o.events[i]); err != nil {
 			b.Fatal(err)
 		}
 	}
+	loadCPU := processCPU(b) - load0
 	b.ReportAllocs()
 	i := preload
 	cpu0 := processCPU(b)
@@ -212,6 +215,7 @@ func benchmarkOrdersState(b *testing.B, preload int, opts Options) {
 		i++
 	}
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(i-preload), "cpu-ns/op")
+	b.ReportMetric(float64(loadCPU)/float64(preload), "load-cpu-ns/event")
 	if r.tx != nil {
 		r.tx.Discard()
 	}

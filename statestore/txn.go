@@ -235,7 +235,16 @@ func (t *Txn) Apply(offsets map[StoreTask]int64) error {
 			return fmt.Errorf("statestore: apply: %w", err)
 		}
 	}
-	if err := t.b.Commit(t.db.wo); err != nil {
+	// The indexed batch served the transaction's reads; what is written is
+	// its collapsed copy (see collapse).
+	ops := opsPool.Get().(*[]batchOp)
+	commit, err := collapse(t.db.pdb, t.b, ops)
+	opsPool.Put(ops)
+	if err != nil {
+		return fmt.Errorf("statestore: apply: %w", err)
+	}
+	defer commit.Close()
+	if err := commit.Commit(t.db.wo); err != nil {
 		return fmt.Errorf("statestore: apply: %w", err)
 	}
 	if c := t.db.cache; c != nil {
