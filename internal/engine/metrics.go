@@ -156,7 +156,7 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 		commitFailures: counterVec("onceflow_commit_failures_total", "Failed transaction steps, by class (abortable, fatal, unknown, produce).", "class"),
 		restored:       counter("onceflow_restored_records_total", "Changelog records replayed into local state."),
 		restoreTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "onceflow_restore_duration_seconds",
-			Help: "Time to restore one store of one task.", ConstLabels: labels,
+			Help: "Time from the start of a session's restore to the end of one store of one task (stores and tasks restore concurrently).", ConstLabels: labels,
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
 		stateChanges:   counterVec("onceflow_state_changes_total", "State writes, by what became of them: sent to the changelog, or collapsed into a later write of the same key.", "outcome"),
 		skewed:         counter("onceflow_clock_skewed_records_total", "Records stamped further ahead of the wall clock than the allowed skew (their stream time was held at the bound)."),
