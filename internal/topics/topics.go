@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -78,7 +79,46 @@ func (a *Admin) Create(ctx context.Context, s Spec) error {
 	if _, err := a.adm.CreateTopic(ctx, s.Partitions, s.Replication, configs, s.Name); err != nil {
 		return fmt.Errorf("topics: create %q: %w", s.Name, err)
 	}
+	a.awaitVisible(ctx, s.Name, int(s.Partitions), visibleBound)
 	return nil
+}
+
+// visibleBound is how long Create waits for a topic it created to show in
+// metadata with a leader for every partition.
+const visibleBound = 10 * time.Second
+
+// awaitVisible waits, at most bound, until metadata lists topic with n
+// partitions that all have a leader. The controller answers a create once
+// the topic is decided; a broker's metadata (and so the next command's
+// read of the topic) may lag it by a moment, in which the topic looks
+// absent. A topic still not visible after bound was created all the same:
+// awaitVisible only returns.
+func (a *Admin) awaitVisible(ctx context.Context, topic string, n int, bound time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	for {
+		tds, err := a.adm.ListTopics(ctx, topic)
+		if err == nil {
+			if td, ok := tds[topic]; ok && td.Err == nil && len(td.Partitions) == n && leaders(td) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// leaders reports whether every partition of td has a leader.
+func leaders(td kadm.TopicDetail) bool {
+	for _, p := range td.Partitions {
+		if p.Err != nil || p.Leader < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Topic is one line of List.
