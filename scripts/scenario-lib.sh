@@ -45,15 +45,20 @@ metric() { # port name: sum of a metric's series
 committed() { # 0 until the group has committed
   $of lag -b "$brokers" -g "$app" -t "$in" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["committed"])' 2>/dev/null || echo 0
 }
-# gone PID succeeds once PID has exited: no such process, or a zombie. A
-# zombie holds nothing (memory, files, ports, locks all released); only its
-# exit status waits for its parent, and a replica started in $(...) is an
-# orphan whose reaping by init can take over a second (1.3 s for a killed
-# `sleep` on the benchmark machine), which kill -0 would count as exiting.
+# gone PID succeeds once PID has exited: no such process, or a zombie
+# whose threads have all exited. A replica started in $(...) is an orphan
+# whose reaping by init can take over a second (1.3 s for a killed `sleep`
+# on the benchmark machine), which kill -0 would count as exiting. But the
+# main thread of a killed Go process turns zombie while its other threads
+# still exit, and they hold its files (the metrics port, the state
+# directory's lock) until the last one is gone: about 100 ms for a process
+# with an 800 MB heap, during which a restart could not bind the port. So
+# a zombie counts as gone only at one thread.
 gone() {
-  local s
-  s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 0
-  [ -z "$s" ] || [ "$s" = Z ]
+  local st th
+  st=$(awk '/^State:/ {print $2}' "/proc/$1/status" 2>/dev/null) || return 0
+  th=$(awk '/^Threads:/ {print $2}' "/proc/$1/status" 2>/dev/null) || return 0
+  [ -z "$st" ] || { [ "$st" = Z ] && [ "${th:-1}" = 1 ]; }
 }
 wait_ready() { for _ in $(seq 600); do curl -sf "http://127.0.0.1:$1/readyz" >/dev/null && return 0; sleep 0.1; done; return 1; }
 
