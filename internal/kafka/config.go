@@ -261,11 +261,30 @@ func producerConfig(c Client, t Timeouts, transactionalID string, maxMessageByte
 		cfg.Producer.Transaction.Retry.Max = 50
 		cfg.Producer.Transaction.Retry.Backoff = 50 * time.Millisecond
 		cfg.Producer.Transaction.Retry.BackoffFunc = txnRetryBackoff
+		cfg.Producer.Flush.Frequency = transactionalLinger
 	} else {
 		cfg.Producer.Return.Successes = true
 	}
 	return cfg
 }
+
+// transactionalLinger is how long a transactional producer gathers
+// records before it sends them (Kafka's linger.ms; Kafka Streams sets
+// 100 ms). Without it sarama sends as soon as the previous request is
+// answered, which on a nearby broker is a request per few records per
+// partition: the orders topology writes its output and four changelogs,
+// and the broker spent more CPU per event on those small requests than on
+// anything else it did for the replica. A transaction's records are read
+// by no read_committed consumer before its commit, so gathering costs them
+// nothing but the commit's wait for the last gathered records: at most
+// this long. Measured on real Kafka, orders exactly-once, 300,000 events,
+// back to back: the broker's CPU per million events fell from 8.6 to 4.8
+// and 3.2 s (10 ms: 3.9; Kafka Streams: 7.2), the replica's own from 25.4
+// to 25.0 and 23.2 s, the p99 at 2,000 events/s stayed at 116 to 119 ms
+// and the median commit went from 3.3 to 5.6 to 6.5 ms. Copy, whose
+// batches are large anyway, did not change beyond the noise. At-least-once
+// producers do not gather: their records are visible when written.
+const transactionalLinger = 5 * time.Millisecond
 
 // txnRetryBackoff is the wait before the n-th retry of a transactional
 // request: 2 ms, growing by 2 ms up to 100 ms (2.5 s over the first 50
