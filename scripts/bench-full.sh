@@ -90,6 +90,21 @@ export ONCEFLOW_KAFKA_DIR="${BENCH_KAFKA_DIR:-/tmp/onceflow-bench-full-kafka}"
 export KAFKA_PORT="${BENCH_KAFKA_PORT:-29092}"
 export KAFKA_CONTROLLER_PORT="$((KAFKA_PORT + 1))"
 
+# The broker keeps a deleted topic's files for log.segment.delete.delay.ms
+# (one minute by default) and every run writes fresh topics: the orders
+# 3M step alone holds about 9 GB, and the full run once filled the disk.
+# Its own broker removes them after a second, and the run refuses to start
+# without room for its largest step.
+need_gb=15
+if [ "$quick" = 1 ]; then need_gb=1; fi
+for dir in "$ONCEFLOW_KAFKA_DIR" "${TMPDIR:-/tmp}"; do
+	while [ ! -d "$dir" ]; do dir="$(dirname "$dir")"; done
+	free_gb="$(df -Pk "$dir" | awk 'NR == 2 {printf "%d", $4 / 1048576}')"
+	if [ "$free_gb" -lt "$need_gb" ]; then
+		die "only $free_gb GiB free under $dir; the run needs about $need_gb GiB (the broker's topics and the replicas' state)"
+	fi
+done
+
 commit="$(git rev-parse --short HEAD)"
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then commit="$commit (with uncommitted changes)"; fi
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -123,7 +138,11 @@ go build -o bin/onceflow ./cmd/onceflow
 if ! benchmarks/peers/kstreams/build.sh >&2; then
 	log "warning: the Kafka Streams peer did not build; its variants will be skipped"
 fi
+extra_config="$(mktemp)"
+echo "log.segment.delete.delay.ms=1000" >"$extra_config"
+export KAFKA_EXTRA_CONFIG="$extra_config"
 brokers="$(scripts/kafka.sh up | tail -n 1)"
+rm -f "$extra_config"
 [ -n "$brokers" ] || die "scripts/kafka.sh up printed no address"
 broker_pid="$(cat "$ONCEFLOW_KAFKA_DIR/broker.pid")"
 log "broker $brokers (pid $broker_pid, folder $ONCEFLOW_KAFKA_DIR); results in $out"
