@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -31,6 +32,9 @@ type DB struct {
 	// so a transaction like the last one does not grow them (rehashing and
 	// copying) several times over.
 	sizedKeys, sizedChanges atomic.Int64
+	// ops holds collapse's scratch space (*[]batchOp): Txns of one DB may
+	// apply concurrently.
+	ops sync.Pool
 }
 
 // Open opens (creating if needed) the state database in dir. An empty dir

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -85,7 +84,3 @@ func collapse(pdb *pebble.DB, b *pebble.Batch, scratch *[]batchOp) (*pebble.Batc
 	}
 	return out, nil
 }
-
-// opsPool holds collapse's scratch space: Txns of one DB may apply
-// concurrently.
-var opsPool = sync.Pool{New: func() any { return new([]batchOp) }}

@@ -237,9 +237,12 @@ func (t *Txn) Apply(offsets map[StoreTask]int64) error {
 	}
 	// The indexed batch served the transaction's reads; what is written is
 	// its collapsed copy (see collapse).
-	ops := opsPool.Get().(*[]batchOp)
+	ops, _ := t.db.ops.Get().(*[]batchOp)
+	if ops == nil {
+		ops = new([]batchOp)
+	}
 	commit, err := collapse(t.db.pdb, t.b, ops)
-	opsPool.Put(ops)
+	t.db.ops.Put(ops)
 	if err != nil {
 		return fmt.Errorf("statestore: apply: %w", err)
 	}
