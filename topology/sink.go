@@ -21,13 +21,19 @@ import (
 // sinks) reads the outbox read_committed and calls sink with that key.
 //
 // key returns a record's idempotency key: the same on every replay of the
-// record. Nil: "<name>:<lineage>", the lineage being the input record the
-// record descends from ("topic/partition/offset", carried through
-// repartition topics), stable across replays; when one input record makes
-// several deliveries to the sink, the second and later ones end with
-// "#1", "#2", ... A key from an event id (the stream's Dedup id, for
-// instance) survives the input being written twice upstream, which a
-// lineage does not: prefer it when there is one.
+// record, and different for every delivery (a sink runner skips a key it
+// settled before). Nil: "<name>:<topic>/<partition>/<offset>",
+// the coordinates of the record the replica consumed, on the topic it
+// read it from: the input topic, or the repartition or through topic a
+// record of a fan-out was read back from (each then has a key of its
+// own, while its lineage still names the input record). When one consumed
+// record makes several deliveries to the sink (a FlatMap, the final
+// results of several windows it closes), the second and later ones end
+// with "#1", "#2", ... A punctuation's deliveries start from
+// "<name>:punctuator/<stage>/<task>/<timer>@<time of the firing>" (RFC
+// 3339, UTC). A key from an event id (the stream's Dedup id, for
+// instance) survives the input being written twice upstream, which
+// coordinates do not: prefer it when there is one.
 //
 // The outbox key is the record key as text: a string or []byte key as is,
 // any other key formatted with fmt (%v).

@@ -13,8 +13,9 @@ import (
 // below its committed offsets); each has a dead-letter topic with as many
 // partitions.
 
-// Lineage implements graph.Lineager: outbox records take their default
-// idempotency key from it.
+// Lineage implements graph.Lineager: the outbox records of a punctuation
+// take their default idempotency key from it (a record's take its
+// coordinates).
 func (d *driver) Lineage() string { return d.source() }
 
 // prepareOutboxes creates the outbox topics among want (the output topics

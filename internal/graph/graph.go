@@ -320,8 +320,12 @@ type Context struct {
 	// the whole record even when a Process function ignores the error its
 	// Forward returned.
 	failed error
-	// outboxSeq counts the input record's deliveries per outbox node.
+	// outboxSeq counts the processing's deliveries per outbox node.
 	outboxSeq []outboxCount
+	// punct is set while a timer runs (Punctuate).
+	punct punctuation
+	// originKey caches origin.
+	originKey string
 }
 
 // State returns the task's state, or nil when the graph has no stores.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // HeaderIdempotencyKey is the header of an outbox record that carries its
@@ -21,8 +22,12 @@ type Outbox struct {
 	// graph does not depend on the sinks package).
 	Deliverer any
 	// Key returns the idempotency key of a record; nil: the default,
-	// "<sink>:<lineage>", with "#<n>" after it for the n-th (from 1)
-	// further delivery one input record makes to the sink.
+	// "<sink>:<origin>", with "#<n>" after it for the n-th (from 1)
+	// further delivery one processing makes to the sink. The origin is
+	// the consumed record's "topic/partition/offset" on the topic it was
+	// read from (a repartition or through topic too), or, for a
+	// punctuation, "punctuator/<stage>/<task>/<timer>@<firing time>"
+	// (RFC 3339, UTC).
 	Key func(k, v any) (string, error)
 }
 
@@ -55,18 +60,50 @@ func (g *Graph) OutboxTopics() []string {
 
 // Lineager is implemented by an Emitter that knows the lineage of the
 // record being processed ("topic/partition/offset" of the input record it
-// descends from, carried through repartition topics).
+// descends from, carried through repartition topics; for a punctuation,
+// "punctuator/<stage>/<task>").
 type Lineager interface {
 	Lineage() string
 }
 
-// lineage is the lineage of the input record being processed.
+// lineage is the lineage of the record being processed.
 func (c *Context) lineage() string {
 	if l, ok := c.out.(Lineager); ok {
 		return l.Lineage()
 	}
+	return c.coordinates()
+}
+
+// coordinates names the consumed record being processed by its own
+// place: "topic/partition/offset" on the topic it was read from, a
+// source, repartition or through topic alike.
+func (c *Context) coordinates() string {
 	in := c.input
 	return in.Topic + "/" + strconv.Itoa(int(in.Partition)) + "/" + strconv.FormatInt(in.Offset, 10)
+}
+
+// origin is what the default idempotency keys of the current processing
+// start from, unique to it and the same when it runs again: the consumed
+// record's coordinates (not its lineage, which every record read back
+// from a fan-out shares), or, for a punctuation, the punctuator's
+// lineage and timer with the time of the firing.
+func (c *Context) origin() string {
+	if c.originKey != "" {
+		return c.originKey
+	}
+	if c.punct.on {
+		c.originKey = c.lineage() + "/" + strconv.Itoa(c.punct.timer) + "@" + c.punct.at.UTC().Format(time.RFC3339Nano)
+	} else {
+		c.originKey = c.coordinates()
+	}
+	return c.originKey
+}
+
+// punctuation marks a Context running a timer: which one, and when.
+type punctuation struct {
+	on    bool
+	timer int
+	at    time.Time
 }
 
 // outboxHeaders returns the headers of an outbox record for r: the
@@ -83,7 +120,7 @@ func (c *Context) outboxHeaders(n *Node, r Record) ([]Header, error) {
 		}
 		key = k
 	} else {
-		key = n.Outbox.Sink + ":" + c.lineage()
+		key = n.Outbox.Sink + ":" + c.origin()
 		if i := c.nextOutboxIndex(n); i > 0 {
 			key += "#" + strconv.Itoa(i)
 		}
@@ -91,8 +128,9 @@ func (c *Context) outboxHeaders(n *Node, r Record) ([]Header, error) {
 	return []Header{{Key: HeaderIdempotencyKey, Value: []byte(key)}}, nil
 }
 
-// nextOutboxIndex counts the deliveries the input record made to sink n:
-// 0 for the first.
+// nextOutboxIndex counts the deliveries the current processing (one
+// consumed record, or one firing of a punctuator) made to sink n: 0 for
+// the first.
 func (c *Context) nextOutboxIndex(n *Node) int {
 	for i := range c.outboxSeq {
 		if c.outboxSeq[i].node == n.ID {
@@ -104,6 +142,6 @@ func (c *Context) nextOutboxIndex(n *Node) int {
 	return 0
 }
 
-// outboxCount is how many deliveries beyond the first one input record
+// outboxCount is how many deliveries beyond the first one processing
 // made to one outbox node.
 type outboxCount struct{ node, count int }

@@ -101,7 +101,8 @@ func (s *Schedule) Due(r TimerRef, partition int32, now time.Time) bool {
 // stands for the input record (there is none: its coordinates name the
 // task). An error fails the whole punctuation.
 func (c *Context) Punctuate(r TimerRef, at time.Time, in *Input, out Emitter, st State) error {
-	*c = Context{node: r.Node, input: in, out: out, state: st, outboxSeq: c.outboxSeq[:0]}
+	*c = Context{node: r.Node, input: in, out: out, state: st, outboxSeq: c.outboxSeq[:0],
+		punct: punctuation{on: true, timer: r.Index, at: at}}
 	err := r.Timer().Fire(c, at)
 	if c.failed != nil {
 		return c.failed

@@ -31,8 +31,9 @@ func outbox(t *testing.T, d *topologytest.Driver, sink string) [][4]string {
 
 // Each record sent to a sink becomes a delivery request in the outbox,
 // keyed by the record key, with an idempotency key from the sink name and
-// the input record's lineage, counted when one input makes several; a
-// record read back from a repartition topic keeps the original lineage.
+// the consumed record's coordinates, counted when one input makes several;
+// a record read back from a repartition topic is keyed by its place there
+// and keeps the original lineage.
 func TestToSinkDefaultKeys(t *testing.T) {
 	tp := topology.New("notify")
 	in := topology.Source(tp, "orders", serde.String(), serde.String())
@@ -69,8 +70,8 @@ func TestToSinkDefaultKeys(t *testing.T) {
 		t.Errorf("mail outbox:\n got %q\nwant %q", got, want)
 	}
 	want = [][4]string{
-		{"c-1", "hook:orders/0/0", "a b c", "orders/0/0"},
-		{"c-2", "hook:orders/0/1", "d", "orders/0/1"},
+		{"c-1", "hook:test-by-value-repartition/0/0", "a b c", "orders/0/0"},
+		{"c-2", "hook:test-by-value-repartition/0/1", "d", "orders/0/1"},
 	}
 	if got := outbox(t, d, "hook"); !equal(got, want) {
 		t.Errorf("hook outbox:\n got %q\nwant %q", got, want)
