@@ -10,11 +10,12 @@ import (
 // nibble names the type, the low nibble its version, so a value of one type
 // never decodes as another and a later version can be told apart.
 const (
-	formatDedupV1   byte = 0x11
-	formatVersionV1 byte = 0x21
-	formatInt64V1   byte = 0x31
-	formatOffsetV1  byte = 0x41 // changelog offsets, internal
-	formatOwnedV1   byte = 0x51 // last-owned times, internal
+	formatDedupV1     byte = 0x11
+	formatVersionV1   byte = 0x21
+	formatInt64V1     byte = 0x31
+	formatOffsetV1    byte = 0x41 // changelog offsets, internal
+	formatOwnedV1     byte = 0x51 // last-owned times, internal
+	formatRestoringV1 byte = 0x61 // restore start times, internal
 )
 
 // DedupEntry is the value of a dedup store: what the engine remembers about

@@ -233,7 +233,8 @@ func (db *DB) Tasks() ([]StoreTask, error) {
 }
 
 // Wipe deletes store's keyspace of task, its dedup index, its recorded
-// offset and last-owned time, in one atomic batch. Other tasks and stores are untouched. The
+// offset, last-owned time and restore start, in one atomic batch. Other
+// tasks and stores are untouched. The
 // runtime calls it when the changelog no longer holds the recorded offset,
 // then restores from the beginning. No open Txn may write to the pair: its
 // Apply would put its staged keys back over the wiped keyspace.
@@ -253,7 +254,7 @@ func (db *DB) Wipe(store string, task Task) error {
 			return fmt.Errorf("statestore: wipe %s: %w", st, err)
 		}
 	}
-	for _, kind := range []byte{kindOffset, kindOwned} {
+	for _, kind := range []byte{kindOffset, kindOwned, kindRestoring} {
 		if err := b.Delete(appendPrefix(nil, kind, st), nil); err != nil {
 			return fmt.Errorf("statestore: wipe %s: %w", st, err)
 		}

@@ -10,9 +10,11 @@
 // on a replica, the runtime reads DB.Offset and replays the changelog from
 // there with DB.Restore; when the changelog no longer holds that offset, it
 // calls DB.Wipe and replays from the start. It also records when it last
-// owned each task (DB.MarkOwned): state not owned for longer than the
-// changelog keeps tombstones is wiped rather than restored from, and state
-// of tasks not owned for a while is deleted (DB.Kept lists it).
+// owned each task (DB.MarkOwned, DB.MarkRestored once a restore is
+// complete) and when an unfinished restore from nothing began
+// (DB.MarkRestoring): state dated longer ago than the changelog keeps
+// tombstones is wiped rather than restored from, and state of tasks not
+// owned for a while is deleted (DB.Kept lists it).
 //
 // # Key layout
 //
@@ -26,6 +28,7 @@
 //	0x02 prefix                            -> 0x41 | offset (int64 BE) (changelog offset)
 //	0x03 prefix | first-seen ms | event id -> empty                  (dedup expiry index)
 //	0x04 prefix                            -> 0x51 | Unix ns (int64 BE) (last owned, MarkOwned)
+//	0x05 prefix                            -> 0x61 | Unix ns (int64 BE) (restore from nothing began, MarkRestoring)
 //
 // The length byte makes prefixes prefix-free: the prefix of store "a" can never
 // be a prefix of store "ab"'s, nor partition 1's of partition 10's, so a range

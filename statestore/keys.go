@@ -18,6 +18,7 @@ const (
 	kindOffset     byte = 0x02 // the changelog offset of a (store, task)
 	kindDedupIndex byte = 0x03 // the expiry index of a dedup (store, task)
 	kindOwned      byte = 0x04 // when the replica last owned a (store, task)
+	kindRestoring  byte = 0x05 // when an unfinished restore of a (store, task) from nothing began
 )
 
 // taskLen is the encoded length of a Task: two big-endian uint32s.
@@ -87,7 +88,7 @@ func decodePrefix(key []byte) (kind byte, st StoreTask, rest []byte, err error) 
 		return 0, StoreTask{}, nil, fmt.Errorf("%w: key of %d bytes has no store prefix", ErrCorrupt, len(key))
 	}
 	kind = key[0]
-	if kind == kindMeta || kind > kindOwned {
+	if kind == kindMeta || kind > kindRestoring {
 		return 0, StoreTask{}, nil, fmt.Errorf("%w: key kind %#x has no store prefix", ErrCorrupt, kind)
 	}
 	n := int(key[1])

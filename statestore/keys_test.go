@@ -47,7 +47,7 @@ func TestDecodePrefix(t *testing.T) {
 		{"empty", nil},
 		{"kind only", []byte{kindData}},
 		{"meta kind", append([]byte{kindMeta}, key[1:]...)},
-		{"unknown kind", append([]byte{kindOwned + 1}, key[1:]...)},
+		{"unknown kind", append([]byte{kindRestoring + 1}, key[1:]...)},
 		{"empty store", []byte{kindData, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
 		{"truncated task", key[:2+len(st.Store)+7]},
 		{"partition over int32", []byte{kindData, 1, 'a', 0, 0, 0, 0, 0x80, 0, 0, 0}},

@@ -24,15 +24,18 @@ import (
 // the changelog no longer holds that offset or the state is too old to
 // trust (see stale). All the changelog partitions are read at once by one
 // client, and each (store, task) is applied by its own goroutine in
-// unsynced batches, each with the changelog offset it reaches, then synced
-// once at the end. Each task is marked owned as of the session's start
-// before its restore begins, so a crash in the middle leaves state that the
-// next start resumes from its offset instead of wiping it.
+// unsynced batches, each with the changelog offset it reaches. Only once
+// every one has reached its end are the tasks marked owned as of the
+// session's start, synced with the batches: a restore cut short (a crash,
+// a revoke) leaves the state as old as it was, and the next start resumes
+// it from its offset if it is still fresh enough, or wipes it. A restore
+// from nothing is dated by its start until it completes.
 func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) error {
 	began := e.cfg.Now()
 	sts := e.storeTasks(claims)
 	ranges := make([]kafka.ChangelogRange, len(sts))
 	fresh := make([]bool, len(sts)) // no local state to keep: read from the log start, no wipe
+	var cold []statestore.StoreTask // restored from nothing
 	for i, st := range sts {
 		from, ok, err := e.restoreFrom(ctx, st)
 		if err != nil {
@@ -40,8 +43,11 @@ func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) er
 		}
 		ranges[i] = kafka.ChangelogRange{Topic: e.stores[st.Store].topic, Partition: st.Task.Partition, From: from}
 		fresh[i] = !ok
+		if !ok {
+			cold = append(cold, st)
+		}
 	}
-	if err := e.db.MarkOwned(began, sts...); err != nil {
+	if err := e.db.MarkRestoring(began, cold...); err != nil {
 		return fmt.Errorf("engine: restore: %w", err)
 	}
 	gone := func(i int, start int64) error {
@@ -54,7 +60,7 @@ func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) er
 		if err := e.wipe(st); err != nil {
 			return err
 		}
-		if err := e.db.MarkOwned(began, st); err != nil {
+		if err := e.db.MarkRestoring(began, st); err != nil {
 			return fmt.Errorf("engine: restore %s: %w", st, err)
 		}
 		return nil
@@ -62,8 +68,7 @@ func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) er
 	if err := e.replay(ctx, sts, ranges, gone); err != nil {
 		return err
 	}
-	// The restored batches and the marks are not synced by themselves.
-	if err := e.db.Sync(); err != nil {
+	if err := e.db.MarkRestored(began, sts...); err != nil {
 		return fmt.Errorf("engine: restore: %w", err)
 	}
 	return nil

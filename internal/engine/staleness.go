@@ -15,10 +15,12 @@ import (
 // compacted: a tombstone the task's next owner wrote is dropped once the
 // topic's delete.retention.ms has passed, and a restore from an older
 // offset would then keep the deleted key. So each (store, task) records
-// when the replica last owned it (statestore.MarkOwned: at the start of
-// every session that restores it, and after its commits), a restore wipes
-// state older than the retention allows, and state of tasks not owned for
-// CleanupDelay is deleted, as Kafka Streams' state cleaner does.
+// when the replica last owned it (statestore.MarkRestored: as of the start
+// of a session whose restore of it completed; statestore.MarkOwned: after
+// its commits), or, while a restore from nothing is unfinished, when that
+// restore began (statestore.MarkRestoring). A restore wipes state older
+// than the retention allows, and state of tasks not owned for CleanupDelay
+// is deleted, as Kafka Streams' state cleaner does.
 
 // defaultDeleteRetention is Kafka's default delete.retention.ms, assumed
 // when the broker does not report a changelog's.
@@ -51,27 +53,34 @@ func (e *Engine) readDeleteRetention(admin *kafka.Admin) error {
 
 // stale reports whether the local state of st may lack a tombstone that
 // compaction has since dropped from the changelog: when it was last owned
-// longer ago than the changelog's delete.retention.ms (less the session
-// timeout, the longest a replica can believe it owns a task it lost), or
-// when no last-owned time is recorded.
+// (or, for an unfinished restore from nothing, when that restore began)
+// longer ago than the changelog's delete.retention.ms less the session
+// timeout (the longest a replica can believe it owns a task it lost), or
+// when neither time is recorded.
 func (e *Engine) stale(s storeInfo, st statestore.StoreTask) (bool, string, error) {
-	owned, ok, err := e.db.LastOwned(st.Store, st.Task)
+	at, ok, err := e.db.LastOwned(st.Store, st.Task)
+	what := "last owned"
+	if err == nil && !ok {
+		at, ok, err = e.db.RestoreBegan(st.Store, st.Task)
+		what = "an unfinished restore from nothing began"
+	}
 	if err != nil {
 		return false, "", fmt.Errorf("engine: restore %s: %w", st, err)
 	}
 	if !ok {
 		return true, "no last-owned time recorded", nil
 	}
-	age := e.cfg.Now().Sub(owned)
+	age := e.cfg.Now().Sub(at)
 	limit := e.deleteRetention[s.topic] - e.cfg.Timeouts.Session
 	if age >= limit {
-		return true, fmt.Sprintf("last owned %v ago, the changelog keeps tombstones %v", age.Round(time.Second), e.deleteRetention[s.topic]), nil
+		return true, fmt.Sprintf("%s %v ago, the changelog keeps tombstones %v", what, age.Round(time.Second), e.deleteRetention[s.topic]), nil
 	}
 	return false, "", nil
 }
 
 // dropUnowned deletes the local state of every (store, task) not in owned
-// that was last owned CleanupDelay or longer ago (or at an unknown time).
+// that was last owned (or began a restore from nothing) CleanupDelay or
+// longer ago, or at an unknown time.
 // It runs on the goroutine that drives the session's state, so no
 // transaction or restore writes the pairs it wipes.
 func (e *Engine) dropUnowned(owned []statestore.StoreTask) error {
