@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"fmt"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +11,9 @@ import (
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testproxy"
+	"github.com/onceflow/onceflow/serde"
+	"github.com/onceflow/onceflow/topology"
 )
 
 func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
@@ -135,4 +140,139 @@ func TestNewOwnerWaitsForPendingCommit(t *testing.T) {
 	b.Stop()
 	a.Stop()
 	env.Verify(in, out)
+}
+
+// tickTopology forwards, every 50 ms of wall clock and per task, one
+// record "<tag>:<n>" (n counted in a store) stamped with the firing time.
+func tickTopology(in, out, tag string) *topology.Topology {
+	tp := topology.New("ticks")
+	src := topology.Source(tp, in, serde.String(), serde.String())
+	ticks := topology.Store(tp, "ticks", serde.String(), serde.Int64())
+	ticked := topology.Process(src, "ticker", func(topology.Context[string, string], topology.Record[string, string]) error {
+		return nil
+	}, ticks)
+	topology.Punctuate(ticked, topology.WallClockTime, 50*time.Millisecond, func(ctx topology.Context[string, string], at time.Time) error {
+		n, _, err := ticks.Get(ctx, "n")
+		if err != nil {
+			return err
+		}
+		if err := ticks.Put(ctx, "n", n+1); err != nil {
+			return err
+		}
+		return ctx.Forward(topology.Record[string, string]{Key: tag, Value: fmt.Sprintf("%s:%d", tag, n+1), Timestamp: at})
+	})
+	topology.To(ticked, out, serde.String(), serde.String())
+	return tp
+}
+
+// A replica whose heartbeats stop reaching the coordinator (a one-way
+// partition: its group connection goes dark, its producer's does not) is
+// evicted when another replica joins, and does not learn it for as long as
+// its heartbeat waits. Its wall-clock punctuator goes on firing for the
+// tasks it lost; no record it punctuates after the new owner's session
+// began may become visible: such a transaction consumed nothing, so it
+// must prove the generation with the tasks' positions.
+func TestZombiePunctuatorCannotCommit(t *testing.T) {
+	env := enginetest.New(t)
+	proxy := testproxy.New()
+	defer proxy.Close()
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 2)
+	env.CreateTopic(out, 1)
+	env.Produce(in, 0, 100)
+
+	cfgA := env.Config(app, "a")
+	cfgA.Client.Dial = proxy.Dial
+	a := env.Start(cfgA, compile(t, tickTopology(in, out, "a")))
+	waitFor(t, "a to process the input", 60*time.Second, func() bool { return a.E.Stats().RecordsIn >= 100 })
+	waitFor(t, "a's ticks", 60*time.Second, func() bool { return len(env.Read(out)) >= 10 })
+
+	// Heartbeats go dark, and so does joining again once the old replica
+	// learns it was fenced: anything it wrote later would be a new
+	// member's work.
+	proxy.Blackhole(keyJoinGroup, keyHeartbeat)
+	b := env.Start(env.Config(app, "b"), compile(t, tickTopology(in, out, "b")))
+	waitFor(t, "b to own both partitions", 60*time.Second, func() bool {
+		return b.E.Ready() && len(env.Members(app)) == 1
+	})
+	owner := time.Now() // b's session began: a was evicted before
+	ticksOf := func(tag string) (n int) {
+		for _, r := range env.Read(out) {
+			if string(r.Key) == tag {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "b's ticks", 60*time.Second, func() bool { return ticksOf("b") >= 40 })
+	time.Sleep(time.Second) // twenty more intervals for the zombie
+
+	var late, order []string
+	for _, r := range env.Read(out) {
+		if string(r.Key) == "a" && r.Timestamp.After(owner) {
+			late = append(late, string(r.Value))
+		}
+		if len(order) < 40 && r.Timestamp.After(owner) {
+			order = append(order, string(r.Value))
+		}
+	}
+	if len(late) > 0 {
+		t.Errorf("%d ticks the evicted replica punctuated after the new owner's session began became visible: %v; the output after the takeover: %v",
+			len(late), late[:min(len(late), 10)], order)
+	}
+	if got := a.E.Stats().Aborted; got == 0 {
+		t.Errorf("the evicted replica aborted no transaction: it was never refused")
+	}
+	proxy.Heal()
+	b.Stop()
+	a.Stop()
+	if got, want := env.CommittedOffsets(app, in), env.EndOffsets(in); !maps.Equal(got, want) {
+		t.Errorf("committed offsets %v, want the end offsets %v: the positions the punctuations committed again were not the group's", got, want)
+	}
+	t.Logf("zombie stats %+v; new owner stats %+v", a.E.Stats(), b.E.Stats())
+}
+
+// Kafka API keys of group membership.
+const (
+	keyJoinGroup int16 = 11
+	keyHeartbeat int16 = 12
+)
+
+// A punctuation-only transaction names its tasks' positions unchanged: on
+// partitions the group has no offset for yet it commits their log start,
+// and the input that arrives later is read once, from there, across a
+// restart.
+func TestPunctuationKeepsPositions(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 3)
+	env.CreateTopic(out, 1)
+	// A log start above zero, with no committed offset: the position is
+	// the log start, not zero.
+	env.Produce(in, 0, 30)
+	env.DeleteRecords(in, env.EndOffsets(in))
+	start := env.StartOffsets(in)
+
+	g := compile(t, tickTopology(in, out, "r"))
+	r := env.Start(env.Config(app, "r1"), g)
+	waitFor(t, "ticks", 60*time.Second, func() bool { return len(env.Read(out)) >= 10 })
+	if got := env.CommittedOffsets(app, in); !maps.Equal(got, start) {
+		t.Errorf("after punctuations only, committed offsets %v, want the log start %v", got, start)
+	}
+	env.Produce(in, 30, 100)
+	waitFor(t, "the input", 60*time.Second, func() bool { return r.E.Stats().RecordsIn >= 100 })
+	time.Sleep(300 * time.Millisecond) // more punctuations after the input
+	r.Stop()
+	if got := r.E.Stats().RecordsIn; got != 100 {
+		t.Errorf("read %d records, want 100", got)
+	}
+	if got, want := env.CommittedOffsets(app, in), env.EndOffsets(in); !maps.Equal(got, want) {
+		t.Errorf("committed offsets %v, want the end offsets %v", got, want)
+	}
+	r = env.Start(env.Config(app, "r1"), g)
+	waitFor(t, "ticks after the restart", 60*time.Second, func() bool { return r.E.Stats().Committed >= 5 })
+	r.Stop()
+	if got := r.E.Stats().RecordsIn; got != 0 {
+		t.Errorf("the restart read %d records again, want 0", got)
+	}
 }

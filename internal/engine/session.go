@@ -129,6 +129,7 @@ type driver struct {
 	badStamp     *errTimestamp // an output of the record its topic refuses for its timestamp
 
 	internal map[string]bool // repartition topics
+	fence    fence           // the generation proof of transactions without input (fence.go)
 
 	// State (topologies with stores).
 	txn         *statestore.Txn

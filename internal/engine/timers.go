@@ -153,6 +153,7 @@ func (d *driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time
 	d.out = d.out[:0]
 	d.rejects = d.rejects[:0]
 	lineage := "punctuator/" + tm.Node.Name + "/" + taskName(task.SubTopology, task.Partition)
+	d.fence.wrote(task)
 	d.punctRecord = kafka.Record{Partition: task.Partition, Offset: -1, Timestamp: at}
 	d.inRecord = &d.punctRecord
 	d.lineage = lineage

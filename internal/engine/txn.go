@@ -60,13 +60,20 @@ func (d *driver) commit() {
 		// answer must not hold the replica (and its shutdown) for longer.
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
 		defer cancel()
-		// A transaction opened by a wall-clock punctuator may hold outputs
-		// and no input.
-		if len(d.offsets) > 0 {
-			if err := d.p.AddOffsets(ctx, d.offsets, d.s.Metadata()); err != nil {
-				d.fail("add offsets", err)
+		// Every transaction proves the generation (fence.go): one opened by
+		// a wall-clock punctuator, which consumed nothing, with its tasks'
+		// positions unchanged.
+		offsets := d.offsets
+		if len(offsets) == 0 {
+			var err error
+			if offsets, err = d.proof(ctx); err != nil {
+				d.fail("positions", err)
 				return
 			}
+		}
+		if err := d.p.AddOffsets(ctx, offsets, d.s.Metadata()); err != nil {
+			d.fail("add offsets", err)
+			return
 		}
 		if h := e.cfg.Hooks.BeforeCommit; h != nil {
 			h()
@@ -75,6 +82,7 @@ func (d *driver) commit() {
 			d.fail("commit", err)
 			return
 		}
+		d.fence.committed(d.offsets)
 	} else {
 		if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
 			h()
@@ -170,6 +178,7 @@ func (d *driver) reset() {
 	clear(d.offsets)
 	clear(d.starts)
 	d.pending.clear()
+	d.fence.reset()
 }
 
 // tally counts what the open transaction consumed, produced and rejected;
