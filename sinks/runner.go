@@ -20,7 +20,10 @@ const (
 	// HeaderAttempts is how many attempts a dead-lettered delivery had.
 	HeaderAttempts = "onceflow-sink-attempts"
 	// HeaderClass is the class of the last error of a dead-lettered
-	// delivery (transient when its retry budget ran out, permanent).
+	// delivery (transient when its retry budget ran out, permanent), or
+	// "conflict" for a delivery never sent because its idempotency key
+	// was delivered before with another payload (dead-lettered under
+	// "<key>!conflict@<outbox partition>/<offset>").
 	HeaderClass = "onceflow-sink-class"
 	// HeaderOutbox names the outbox record of a dead-lettered delivery
 	// ("topic/partition/offset").

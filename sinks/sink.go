@@ -24,9 +24,12 @@
 // last error and timestamps. A success is in the ledger before the outbox
 // offset past it is committed, and offsets are committed only below the
 // lowest delivery not settled, so a delivery that succeeded is never sent
-// again, even when the outbox is replayed or a partition moves. Before each
-// attempt to a sink that is not Idempotent, the attempt is recorded: a
-// runner killed while it was out leaves it unknown, parked, not re-sent.
+// again, even when the outbox is replayed or a partition moves. The
+// ledger keeps a hash of each payload: a key read again with another
+// payload is a conflict, dead-lettered (class "conflict"), never skipped
+// as settled nor sent under that key. Before each attempt to a sink that
+// is not Idempotent, the attempt is recorded: a runner killed while it
+// was out leaves it unknown, parked, not re-sent.
 // Dead letters go to "<application id>-sink-<name>-dlq" with the headers
 // HeaderIdempotencyKey, HeaderError, HeaderAttempts, HeaderClass,
 // HeaderSource and HeaderOutbox.

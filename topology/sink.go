@@ -22,7 +22,8 @@ import (
 //
 // key returns a record's idempotency key: the same on every replay of the
 // record, and different for every delivery (a sink runner skips a key it
-// settled before). Nil: "<name>:<topic>/<partition>/<offset>",
+// settled before, and dead-letters one that comes back with another
+// payload as a conflict). Nil: "<name>:<topic>/<partition>/<offset>",
 // the coordinates of the record the replica consumed, on the topic it
 // read it from: the input topic, or the repartition or through topic a
 // record of a fan-out was read back from (each then has a key of its

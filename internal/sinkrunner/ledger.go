@@ -54,6 +54,9 @@ type Entry struct {
 	// the outbox record is gone.
 	RecordKey []byte `json:"record_key,omitempty"`
 	Payload   []byte `json:"payload,omitempty"`
+	// PayloadHash is the hex SHA-256 of the delivery's payload: the same
+	// key read again with another payload is a conflict, not a replay.
+	PayloadHash string `json:"payload_sha256,omitempty"`
 }
 
 // Action is what the runner does next with a delivery.

@@ -310,8 +310,17 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 		if e, act, ok = r.command(ctx, p, rec, key, e); !ok {
 			return false
 		}
+	} else if e.conflicts(rec.Value) {
+		var ok bool
+		if key, e, act, ok = r.conflict(p, rec, key, e); !ok {
+			return false
+		}
+		d.IdempotencyKey = key
 	} else {
 		e, act = e.Resume(sk.idempotent, r.cfg.Now())
+	}
+	if e.PayloadHash == "" {
+		e.PayloadHash = payloadHash(rec.Value)
 	}
 	var first time.Time
 	for {
