@@ -257,7 +257,7 @@ func (e *Engine) run(ctx context.Context) error {
 		e.reader = kafka.NewChangelogReader(e.cfg.Client, e.cfg.Timeouts.Transaction)
 		e.reader.Waiting = e.restoreWaiting
 	}
-	group, err := kafka.NewGroup(e.cfg.Client, e.cfg.Timeouts, e.cfg.AppID, e.cfg.InstanceID, 0)
+	group, err := kafka.NewTaskGroup(e.cfg.Client, e.cfg.Timeouts, e.cfg.AppID, e.cfg.InstanceID, e.subTopologies())
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -353,6 +353,18 @@ func (e *Engine) loop(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// subTopologies maps each source topic (repartition and through topics
+// included) to its sub-topology, for the group's task assignor.
+func (e *Engine) subTopologies() map[string]int32 {
+	subOf := map[string]int32{}
+	for _, st := range e.g.SubTopologies {
+		for _, t := range st.SourceTopics {
+			subOf[t] = int32(st.ID)
+		}
+	}
+	return subOf
 }
 
 // rewind ends the current session so the next one starts from the

@@ -6,6 +6,7 @@
 // The sarama configuration is built here and only here, with what the
 // exactly-once guarantee needs forced on: protocol version 4.0 (negotiated
 // down), idempotence, acks=all, read_committed, RequireStable offset
-// fetches, static membership, eager assignment, and timeouts that agree
-// with each other (see Timeouts).
+// fetches, static membership, eager assignment of whole tasks (the task
+// assignor, see NewTaskGroup and TaskAssignorName), and timeouts that
+// agree with each other (see Timeouts).
 package kafka

@@ -55,6 +55,9 @@ type Session interface {
 	// Metadata identifies this member and generation for transactional
 	// offset commits.
 	Metadata() GroupMetadata
+	// Assignment is what the task assignor decided for this generation;
+	// ok is false for a group without one (NewGroup).
+	Assignment() (a Assignment, ok bool)
 }
 
 // Handler receives the batches of one session.
@@ -73,15 +76,32 @@ type Group struct {
 	groupID    string
 	instanceID string
 	batchSize  int
+	tasks      *taskAssignor // nil: topic-partitions are assigned one by one
 	mu         struct {
 		sync.Mutex
 		memberID string
 	}
 }
 
-// NewGroup creates a member of groupID. Nothing joins until Consume.
+// NewGroup creates a member of groupID whose topic-partitions are assigned
+// one by one (sticky). Nothing joins until Consume.
 func NewGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int) (*Group, error) {
+	return newGroup(c, t, groupID, instanceID, batchSize, nil)
+}
+
+// NewTaskGroup creates a member of groupID that is assigned tasks: subOf
+// maps each source topic to its sub-topology, and partition p of every
+// topic of one sub-topology goes to one member (see TaskAssignorName).
+// Nothing joins until Consume.
+func NewTaskGroup(c Client, t Timeouts, groupID, instanceID string, subOf map[string]int32) (*Group, error) {
+	return newGroup(c, t, groupID, instanceID, 0, newTaskAssignor(instanceID, subOf))
+}
+
+func newGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int, tasks *taskAssignor) (*Group, error) {
 	cfg := consumerConfig(c, t.WithDefaults(), instanceID)
+	if tasks != nil {
+		cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{tasks}
+	}
 	client, err := sarama.NewClient(c.Brokers, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: group client: %w", err)
@@ -94,7 +114,7 @@ func NewGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int) (
 	if batchSize <= 0 {
 		batchSize = 512
 	}
-	return &Group{client: client, cg: cg, groupID: groupID, instanceID: instanceID, batchSize: batchSize}, nil
+	return &Group{client: client, cg: cg, groupID: groupID, instanceID: instanceID, batchSize: batchSize, tasks: tasks}, nil
 }
 
 // Errors are the group's asynchronous errors; they must be drained.
@@ -165,6 +185,12 @@ func (s session) Context() context.Context   { return s.s.Context() }
 func (s session) Claims() map[string][]int32 { return s.s.Claims() }
 func (s session) Metadata() GroupMetadata {
 	return GroupMetadata{GroupID: s.g.groupID, GenerationID: s.s.GenerationID(), MemberID: s.s.MemberID(), InstanceID: s.g.instanceID}
+}
+func (s session) Assignment() (Assignment, bool) {
+	if s.g.tasks == nil {
+		return Assignment{}, false
+	}
+	return s.g.tasks.assignment(s.s.GenerationID())
 }
 
 func (a *adapter) Setup(s sarama.ConsumerGroupSession) error {

@@ -1,0 +1,330 @@
+package kafka
+
+// The task assignor: a sarama BalanceStrategy that hands out tasks, not
+// topic-partitions. A sub-topology that reads several topics (a merge, a
+// join, a repartition topic beside a source) is correct only when one
+// member processes partition p of all of them; Kafka's assignors balance
+// each topic on its own and split such tasks across members.
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/IBM/sarama"
+)
+
+// TaskAssignorName is the group protocol name of the task assignor. Every
+// member of a group must offer it: a member that offers only another
+// assignor (an earlier release) cannot join a group of members that offer
+// only this one, and the reverse.
+const TaskAssignorName = "onceflow-tasks"
+
+// taskAssignor is the balance strategy of one member. As leader it plans
+// the group's assignment; as a member it remembers what it was assigned,
+// and says so in its next subscription, so that tasks stay where they are
+// across rebalances.
+type taskAssignor struct {
+	instanceID string
+	subOf      map[string]int32 // source topic → sub-topology
+
+	mu struct {
+		sync.Mutex
+		last Assignment // received in the latest generation
+		// planned is the leader's latest plan, member id → its
+		// assignment user data, handed out by AssignmentData.
+		planned map[string]assignmentData
+	}
+}
+
+func newTaskAssignor(instanceID string, subOf map[string]int32) *taskAssignor {
+	a := &taskAssignor{instanceID: instanceID, subOf: maps.Clone(subOf)}
+	a.mu.last.Generation = -1
+	return a
+}
+
+var (
+	_ sarama.SubscriptionUserDataBalanceStrategy = (*taskAssignor)(nil)
+	_ sarama.OnAssignmentBalanceStrategy         = (*taskAssignor)(nil)
+)
+
+func (a *taskAssignor) Name() string { return TaskAssignorName }
+
+// SubscriptionUserData tells the leader who this member is and which
+// tasks it owned, with the generation they were assigned in.
+func (a *taskAssignor) SubscriptionUserData([]string) ([]byte, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return subscription{InstanceID: a.instanceID, Generation: a.mu.last.Generation, Owned: a.mu.last.Tasks}.encode(), nil
+}
+
+// OnAssignment records what this member was assigned.
+func (a *taskAssignor) OnAssignment(as *sarama.ConsumerGroupMemberAssignment, generation int32) {
+	got := Assignment{Generation: generation, Owners: map[Task]string{}}
+	if data, err := decodeAssignment(as.UserData); err == nil {
+		got.Tasks = data.Tasks
+		for owner, ts := range data.Owners {
+			for _, t := range ts {
+				got.Owners[t] = owner
+			}
+		}
+	} else {
+		// Not planned by this assignor: the tasks are what the topics say.
+		got.Tasks = a.tasksOf(as.Topics)
+	}
+	a.mu.Lock()
+	a.mu.last = got
+	a.mu.Unlock()
+}
+
+// assignment returns what this member was assigned in generation, and
+// whether it knows it.
+func (a *taskAssignor) assignment(generation int32) (Assignment, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.last.Generation != generation {
+		return Assignment{}, false
+	}
+	out := a.mu.last
+	out.Tasks = slices.Clone(out.Tasks)
+	out.Owners = maps.Clone(out.Owners)
+	return out, true
+}
+
+// tasksOf lists the tasks of topic-partitions, sorted, without repeats.
+func (a *taskAssignor) tasksOf(topics map[string][]int32) []Task {
+	var ts []Task
+	for topic, ps := range topics {
+		sub, ok := a.subOf[topic]
+		if !ok {
+			continue
+		}
+		for _, p := range ps {
+			ts = append(ts, Task{SubTopology: sub, Partition: p})
+		}
+	}
+	slices.SortFunc(ts, compareTasks)
+	return slices.Compact(ts)
+}
+
+// AssignmentData is the user data of memberID's assignment in the plan
+// made last.
+func (a *taskAssignor) AssignmentData(memberID string, _ map[string][]int32, _ int32) ([]byte, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	data, ok := a.mu.planned[memberID]
+	if !ok {
+		return nil, fmt.Errorf("kafka: no assignment planned for member %q", memberID)
+	}
+	return data.encode(), nil
+}
+
+// Plan assigns every task to one member (see planTasks).
+func (a *taskAssignor) Plan(members map[string]sarama.ConsumerGroupMemberMetadata, topics map[string][]int32) (sarama.BalanceStrategyPlan, error) {
+	ms := make([]planMember, 0, len(members))
+	for id, md := range members {
+		m := planMember{id: id, key: id, topics: md.Topics, generation: -1}
+		if s, err := decodeSubscription(md.UserData); err == nil {
+			if s.InstanceID != "" {
+				m.key = s.InstanceID
+			}
+			m.generation, m.owned = s.Generation, s.Owned
+		}
+		ms = append(ms, m)
+	}
+	groups := taskGroups(a.subOf, topics)
+	owners := planTasks(ms, groups)
+
+	plan := sarama.BalanceStrategyPlan{}
+	byKey := map[string][]Task{}
+	planned := map[string]assignmentData{}
+	for _, m := range ms {
+		plan[m.id] = map[string][]int32{} // every member gets user data, idle ones too
+		byKey[m.key] = nil
+	}
+	keyOf := map[string]string{}
+	for _, m := range ms {
+		keyOf[m.id] = m.key
+	}
+	for _, g := range groups {
+		for _, p := range g.partitions {
+			t := Task{SubTopology: g.sub, Partition: p}
+			id, ok := owners[t]
+			if !ok {
+				continue
+			}
+			for _, topic := range g.topics {
+				plan.Add(id, topic, p)
+			}
+			byKey[keyOf[id]] = append(byKey[keyOf[id]], t)
+		}
+	}
+	for _, m := range ms {
+		planned[m.id] = assignmentData{Tasks: byKey[m.key], Owners: byKey}
+	}
+	a.mu.Lock()
+	a.mu.planned = planned
+	a.mu.Unlock()
+	return plan, nil
+}
+
+// taskGroup is one sub-topology as the leader sees it: its topics, and
+// the partitions that are tasks (those every one of its topics has).
+type taskGroup struct {
+	sub        int32
+	topics     []string
+	partitions []int32
+}
+
+// taskGroups groups the subscribed topics by sub-topology. A topic the
+// leader's topology does not name (a member runs another topology) is a
+// sub-topology of its own, numbered after the known ones. The partitions
+// of a group are those all its topics have: a topic grown before the
+// others of its sub-topology waits for them (its new partitions are not
+// assigned) rather than splitting a task.
+func taskGroups(subOf map[string]int32, topics map[string][]int32) []taskGroup {
+	bySub := map[int32][]string{}
+	var unknown []string
+	next := int32(0)
+	for _, s := range subOf {
+		next = max(next, s+1)
+	}
+	for topic := range topics {
+		if s, ok := subOf[topic]; ok {
+			bySub[s] = append(bySub[s], topic)
+		} else {
+			unknown = append(unknown, topic)
+		}
+	}
+	slices.Sort(unknown)
+	for _, topic := range unknown {
+		bySub[next] = []string{topic}
+		next++
+	}
+	var gs []taskGroup
+	for _, s := range slices.Sorted(maps.Keys(bySub)) {
+		g := taskGroup{sub: s, topics: bySub[s]}
+		slices.Sort(g.topics)
+		for i, topic := range g.topics {
+			ps := slices.Clone(topics[topic])
+			slices.Sort(ps)
+			if i == 0 {
+				g.partitions = ps
+				continue
+			}
+			g.partitions = slices.DeleteFunc(g.partitions, func(p int32) bool { _, ok := slices.BinarySearch(ps, p); return !ok })
+		}
+		gs = append(gs, g)
+	}
+	return gs
+}
+
+// planMember is one member as the leader plans.
+type planMember struct {
+	id         string // member id
+	key        string // instance id, or member id: stable, and the order of ties
+	topics     []string
+	generation int32  // of owned
+	owned      []Task // as the member says
+}
+
+// planTasks assigns each task of groups to one member, sub-topology by
+// sub-topology: within one, members hold task counts that differ by at
+// most one; the extra tasks go first to members that held them already,
+// then to members with the fewest tasks over all sub-topologies so far. A
+// task stays with its previous owner when that owner is in the group, can
+// read all its topics and is within its count. When two members claim
+// one task, the later generation's claim holds. It returns task → member
+// id; a task no member can read is left out.
+func planTasks(members []planMember, groups []taskGroup) map[Task]string {
+	slices.SortFunc(members, func(a, b planMember) int { return cmp.Compare(a.key, b.key) })
+	prev := map[Task]int{} // task → index of the member holding it
+	for i, m := range members {
+		for _, t := range m.owned {
+			j, ok := prev[t]
+			if !ok || m.generation > members[j].generation {
+				prev[t] = i
+			}
+		}
+	}
+	load := make([]int, len(members))
+	owners := map[Task]string{}
+	for _, g := range groups {
+		var eligible []int
+		for i, m := range members {
+			if subscribesAll(m.topics, g.topics) {
+				eligible = append(eligible, i)
+			}
+		}
+		if len(eligible) == 0 || len(g.partitions) == 0 {
+			continue
+		}
+		base, extra := len(g.partitions)/len(eligible), len(g.partitions)%len(eligible)
+		kept := map[int][]int32{}
+		for _, p := range g.partitions {
+			if i, ok := prev[Task{g.sub, p}]; ok && slices.Contains(eligible, i) {
+				kept[i] = append(kept[i], p)
+			}
+		}
+		// Who may hold base+1: those who held that many, then the least
+		// loaded.
+		order := slices.Clone(eligible)
+		slices.SortStableFunc(order, func(a, b int) int {
+			return cmp.Or(
+				cmp.Compare(min(len(kept[b]), base+1), min(len(kept[a]), base+1)),
+				cmp.Compare(load[a], load[b]))
+		})
+		quota := map[int]int{}
+		for n, i := range order {
+			quota[i] = base
+			if n < extra {
+				quota[i]++
+			}
+		}
+		count := map[int]int{}
+		var free []int32
+		assigned := map[int32]bool{}
+		for _, i := range eligible {
+			keep := kept[i][:min(len(kept[i]), quota[i])]
+			for _, p := range keep {
+				owners[Task{g.sub, p}] = members[i].id
+				assigned[p] = true
+			}
+			count[i] = len(keep)
+		}
+		for _, p := range g.partitions {
+			if !assigned[p] {
+				free = append(free, p)
+			}
+		}
+		for _, p := range free {
+			best := -1
+			for _, i := range eligible {
+				if count[i] >= quota[i] {
+					continue
+				}
+				if best < 0 || count[i] < count[best] || count[i] == count[best] && load[i] < load[best] {
+					best = i
+				}
+			}
+			owners[Task{g.sub, p}] = members[best].id
+			count[best]++
+		}
+		for _, i := range eligible {
+			load[i] += count[i]
+		}
+	}
+	return owners
+}
+
+// subscribesAll reports whether subscribed holds every topic of want.
+func subscribesAll(subscribed, want []string) bool {
+	for _, t := range want {
+		if !slices.Contains(subscribed, t) {
+			return false
+		}
+	}
+	return true
+}
