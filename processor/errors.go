@@ -28,6 +28,13 @@ var (
 	// below its log start, so records the application wrote are gone. Not
 	// retryable: nothing is skipped silently; see the error for the fix.
 	ErrOffsetOutOfRange = errors.New("processor: committed offset of an internal topic is out of range")
+	// ErrTaskSplit: the group gave this replica some, not all, of the
+	// topic-partitions of a task (partition p of every topic a
+	// sub-topology reads), so merged, joined or aggregated records would
+	// be counted on two replicas. Nothing of that assignment is processed.
+	// Not retryable without a change: every member of the group must run
+	// the same application and release.
+	ErrTaskSplit = errors.New("processor: a task's partitions were split across replicas")
 	// ErrStopTimeout: Run did not finish its shutdown within StopBound
 	// and returned; the clients close in the background. Retryable: the
 	// next run aborts whatever the replica left open.
@@ -44,6 +51,7 @@ var kinds = []struct {
 	{kafka.ErrFencedInstance, ErrInstanceFenced, false},
 	{engine.ErrRepeatedFailure, ErrRepeatedFailure, false},
 	{kafka.ErrInternalOffsetOutOfRange, ErrOffsetOutOfRange, false},
+	{engine.ErrTaskSplit, ErrTaskSplit, false},
 	{engine.ErrStopTimeout, ErrStopTimeout, true},
 }
 

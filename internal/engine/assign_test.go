@@ -1,7 +1,9 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,7 +13,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -117,4 +121,54 @@ func TestMergeCountAcrossReplicas(t *testing.T) {
 			}
 		})
 	}
+}
+
+// splitter is a member that offers the task assignor's protocol name but
+// assigns topic-partitions round robin, which splits tasks.
+type splitter struct{ kgo.GroupBalancer }
+
+func (splitter) ProtocolName() string { return kafka.TaskAssignorName }
+
+// A replica that is given part of a task processes nothing of it and
+// stops with ErrTaskSplit.
+func TestSplitTaskIsRefused(t *testing.T) {
+	env := enginetest.New(t)
+	a, b, out, app := env.Name("ma"), env.Name("mb"), env.Name("out"), env.Name("app")
+	env.CreateTopic(a, 3)
+	env.CreateTopic(b, 3)
+	produceKeys(env, a, 6, 2)
+	produceKeys(env, b, 6, 2)
+	// The foreign member joins first, so it leads the group and plans.
+	foreign, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.ConsumerGroup(app), kgo.ConsumeTopics(a, b),
+		kgo.Balancers(splitter{kgo.RoundRobinBalancer()}), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer foreign.Close()
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			fs := foreign.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+		}
+	}()
+	waitFor(t, "the foreign member to join", 30*time.Second, func() bool { return len(env.Members(app)) == 1 })
+	r := env.Start(env.Config(app, "r1"), compile(t, mergeCountTopology(a, b, out)))
+	err, ok := r.Wait(60 * time.Second)
+	if !ok {
+		t.Fatalf("the replica still runs with part of a task (%+v)", r.E.Status().Tasks)
+	}
+	t.Logf("Run: %v", err)
+	if !errors.Is(err, engine.ErrTaskSplit) {
+		t.Errorf("Run returned %v, want ErrTaskSplit", err)
+	}
+	if n := r.E.Stats().RecordsIn; n != 0 {
+		t.Errorf("%d records processed", n)
+	}
+	foreign.Close()
+	<-polled
 }

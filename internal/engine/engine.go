@@ -335,6 +335,8 @@ func (e *Engine) loop(ctx context.Context) error {
 			return serr
 		}
 		switch {
+		case errors.Is(err, ErrTaskSplit):
+			return err
 		case errors.Is(err, kafka.ErrFencedInstance), errors.Is(err, kafka.ErrInternalOffsetOutOfRange):
 			return fmt.Errorf("engine: %w", err)
 		case kafka.IsRefused(err) && ctx.Err() == nil:

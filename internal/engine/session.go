@@ -36,6 +36,10 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	e.live.session(md, s.Claims())
 	e.live.sample(e.progress.now(), promread.Total(e.m.transactions.WithLabelValues("committed")))
 	e.log.Info("session started", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(s.Claims()))
+	if err := e.checkTasksWhole(s.Claims()); err != nil {
+		e.log.Error("refusing a session that holds part of a task; stopping", "error", err)
+		return nil, err
+	}
 	if err := e.checkInternalOffsets(s.Claims()); err != nil {
 		return nil, err
 	}
