@@ -343,6 +343,10 @@ func (e *Engine) loop(ctx context.Context) error {
 			// A missing group or topic ACL (the group, a changelog to
 			// restore from): joining again cannot help.
 			return fmt.Errorf("engine: %w", kafka.Refused(fmt.Sprintf("group session of %q", e.cfg.AppID), err))
+		case errors.Is(err, errSessionEnded):
+			// A rebalance during the session's setup: join at once.
+			e.log.Debug("session ended during its setup; joining again", "error", err)
+			backoff = 100 * time.Millisecond
 		case err != nil && ctx.Err() == nil:
 			e.log.Warn("group session failed; joining again", "error", err, "backoff", backoff)
 			select {

@@ -4,6 +4,8 @@ package engine
 // waits for it; the driver goroutine runs one transaction after another.
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
@@ -46,6 +48,10 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	var keep keeper
 	if len(e.stores) > 0 {
 		if err := e.growChangelogsFor(s.Context(), s.Claims()); err != nil {
+			if ended(s) {
+				e.log.Info("session ended while changelog partitions were prepared", "error", err)
+				return nil, fmt.Errorf("%w: %w", errSessionEnded, err)
+			}
 			e.log.Warn("changelog partitions missing; the session ends and the replica joins again", "error", err)
 			return nil, err
 		}
@@ -55,6 +61,12 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		err := e.restoreTasks(s.Context(), s.Claims())
 		e.progress.restoring(false, promread.Total(e.m.restored))
 		if err != nil {
+			if ended(s) {
+				// Routine: a rebalance or a stop. The next owner restores
+				// from what this one applied.
+				e.log.Info("restore stopped: the session ended", "error", err)
+				return nil, fmt.Errorf("%w: %w", errSessionEnded, err)
+			}
 			e.log.Warn("restore failed; the session ends and the replica joins again", "error", err)
 			return nil, err
 		}
@@ -81,6 +93,15 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	e.ready.Store(true)
 	return batches, nil
 }
+
+// errSessionEnded marks a Setup cut short because its session ended (a
+// rebalance, a stop): not a failure.
+var errSessionEnded = errors.New("engine: the session ended during its setup")
+
+// ended reports whether a Setup step failed because s ended: once the
+// session's context is done, whatever the step returns (a cancellation in
+// any wrapping) is moot, and the next session starts afresh.
+func ended(s kafka.Session) bool { return s.Context().Err() != nil }
 
 // Cleanup runs in the revoke window: every claim stopped delivering. The
 // driver commits what it processed (or aborts) before the member rejoins.
