@@ -50,11 +50,22 @@ type State struct {
 	scope       statestore.Scope
 	task        statestore.Task
 	streamTime  map[statestore.Task]time.Time
+	// dedupTime is each task's dedup stream time: the latest first-seen
+	// time among its dedup entries, as the state holds them. Only an entry
+	// written (and kept) moves it, so it is what a restart recovers.
+	dedupTime map[statestore.Task]time.Time
+	admitted  []admitted // entries the record scope wrote, not committed yet
+}
+
+// admitted is a dedup entry the record scope wrote at scope mark mark.
+type admitted struct {
+	mark int
+	at   time.Time
 }
 
 // New returns a State with no transaction.
 func New(cfg Config) *State {
-	s := &State{cfg: cfg, streamTime: map[statestore.Task]time.Time{}}
+	s := &State{cfg: cfg, streamTime: map[statestore.Task]time.Time{}, dedupTime: map[statestore.Task]time.Time{}}
 	for name, st := range cfg.Stores {
 		if st.Kind == graph.StoreDedup {
 			s.dedupStores = append(s.dedupStores, name)
@@ -68,29 +79,53 @@ func New(cfg Config) *State {
 func (s *State) Begin(txn *statestore.Txn) {
 	s.txn = txn
 	s.scope.Reset(txn, s.task)
+	s.admitted = s.admitted[:0]
 }
 
 // Forget drops every task's stream time; each is recovered from its dedup
 // stores when next needed. Call it when tasks may have been restored.
-func (s *State) Forget() { clear(s.streamTime) }
+func (s *State) Forget() {
+	clear(s.streamTime)
+	clear(s.dedupTime)
+}
 
 // SetTask scopes the next records to task. The scope must be empty.
 func (s *State) SetTask(task statestore.Task) {
 	s.task = task
 	s.scope.Reset(s.txn, task)
+	s.admitted = s.admitted[:0]
 }
 
 // Mark marks the record scope's writes so far (see statestore.Scope.Mark).
 func (s *State) Mark() int { return s.scope.Mark() }
 
 // Rollback undoes the record scope's writes since mark.
-func (s *State) Rollback(mark int) { s.scope.Rollback(mark) }
+func (s *State) Rollback(mark int) {
+	s.scope.Rollback(mark)
+	for len(s.admitted) > 0 && s.admitted[len(s.admitted)-1].mark >= mark {
+		s.admitted = s.admitted[:len(s.admitted)-1]
+	}
+}
 
 // Drop discards the record scope's writes.
-func (s *State) Drop() { s.scope.Drop() }
+func (s *State) Drop() {
+	s.scope.Drop()
+	s.admitted = s.admitted[:0]
+}
 
 // Commit moves the record scope's writes into the transaction.
-func (s *State) Commit() error { return s.scope.Commit() }
+func (s *State) Commit() error {
+	if err := s.scope.Commit(); err != nil {
+		return err
+	}
+	for _, a := range s.admitted {
+		if a.at.After(s.dedupTime[s.task]) {
+			s.dedupTime[s.task] = a.at
+		}
+	}
+	s.admitted = s.admitted[:0]
+	return nil
+}
 
 // Task is the task the record scope belongs to.
 func (s *State) Task() statestore.Task { return s.task }
@@ -161,12 +196,17 @@ func (s *State) Range(store string, start, end []byte, fn func(key, value []byte
 
 // Dedup implements graph.State: the event id is new, a duplicate (seen
 // with the same payload hash) or a conflict (seen with another), within
-// the store's retention by the task's stream time. An entry older than
-// that counts as gone even before Expire removes it. A new entry is
-// stamped with the task's stream time, not the record's own timestamp: it
-// is remembered for the retention from when the task saw it, however late
-// the record was stamped, and the latest stamp restores the stream time
-// after a restart or a move.
+// the store's retention by the task's dedup stream time. An entry older
+// than that counts as gone even before Expire removes it. A new entry is
+// stamped with that stream time, not the record's own timestamp: it is
+// remembered for the retention from when the task saw it, however late the
+// record was stamped.
+//
+// The dedup stream time is the latest stamp of the task's entries, with
+// the record's own timestamp (bounded) for the decision at hand: a record
+// that leaves no entry (a duplicate, a conflict, one whose writes roll
+// back) does not move it, so a restart or a move, which recovers it from
+// the entries, decides every later record the same.
 func (s *State) Dedup(store string, eventID []byte, hash [32]byte, eventTime time.Time) (graph.DedupResult, error) {
 	st, err := s.check(store)
 	if err != nil {
@@ -176,7 +216,10 @@ func (s *State) Dedup(store string, eventID []byte, hash [32]byte, eventTime tim
 	if err != nil {
 		return 0, err
 	}
-	now, err := s.observe(eventTime)
+	if _, err := s.observe(eventTime); err != nil {
+		return 0, err
+	}
+	now, err := s.dedupNow(eventTime)
 	if err != nil {
 		return 0, err
 	}
@@ -195,7 +238,38 @@ func (s *State) Dedup(store string, eventID []byte, hash [32]byte, eventTime tim
 			return 0, err
 		}
 	}
-	return graph.DedupNew, s.scope.PutDedup(store, eventID, entry)
+	mark := s.scope.Mark()
+	if err := s.scope.PutDedup(store, eventID, entry); err != nil {
+		return 0, err
+	}
+	s.admitted = append(s.admitted, admitted{mark: mark, at: now})
+	return graph.DedupNew, nil
+}
+
+// dedupNow is the task's dedup stream time (recovered from its entries
+// the first time it is needed after Forget, with the record scope's own
+// entries) moved by t, bounded by Now + MaxClockSkew.
+func (s *State) dedupNow(t time.Time) (time.Time, error) {
+	now, ok := s.dedupTime[s.task]
+	if !ok {
+		var err error
+		if now, err = s.recover(s.task); err != nil {
+			return time.Time{}, err
+		}
+		s.dedupTime[s.task] = now
+	}
+	for _, a := range s.admitted {
+		if a.at.After(now) {
+			now = a.at
+		}
+	}
+	if limit := s.cfg.Now().Add(s.cfg.MaxClockSkew); t.After(limit) {
+		t = limit
+	}
+	if t.After(now) {
+		now = t
+	}
+	return now, nil
 }
 
 // ObserveTime implements graph.State: it advances the task's stream time
@@ -259,14 +333,14 @@ func (s *State) recover(task statestore.Task) (time.Time, error) {
 }
 
 // Expire removes, from the open transaction, up to limit dedup entries per
-// store and task that are older than the task's stream time minus the
-// store's retention (limit <= 0: all), and returns how many it removed.
+// store and task that are older than the task's dedup stream time minus
+// the store's retention (limit <= 0: all), and returns how many it removed.
 // Their tombstones join the transaction's changes.
 func (s *State) Expire(limit int) (int, error) {
 	n := 0
 	for _, name := range s.dedupStores {
 		st := s.cfg.Stores[name]
-		for task, now := range s.streamTime {
+		for task, now := range s.dedupTime {
 			if task.SubTopology != st.Sub {
 				continue
 			}
