@@ -4,7 +4,9 @@ package topology
 // results on every update or only once, when a window closes.
 
 import (
+	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -409,7 +411,15 @@ func (s *windowed[K, V, A]) emit(c *graph.Context, st graph.State, dk, kb []byte
 		return fmt.Errorf("window store %q: stored key: %w", s.store, err)
 	}
 	wk := s.windowedKey(k, start, end)
-	return c.ForwardAlone(graph.Record{Key: wk, Value: agg, Timestamp: msTime(end)}, "final result of window "+wk.String())
+	// Failed, the result is rejected as itself (its key and aggregate as
+	// the store encodes them, with its bounds), not as the record that
+	// closed the window, whose own effects commit.
+	as := &graph.RejectedRecord{Key: kb, Value: bytes.Clone(b), Timestamp: msTime(end), Headers: []graph.Header{
+		{Key: graph.HeaderRejectedRecord, Value: []byte(graph.RejectedWindowResult)},
+		{Key: graph.HeaderWindowStart, Value: strconv.AppendInt(nil, start, 10)},
+		{Key: graph.HeaderWindowEnd, Value: strconv.AppendInt(nil, end, 10)},
+	}}
+	return c.ForwardAloneAs(graph.Record{Key: wk, Value: agg, Timestamp: msTime(end)}, "final result of window "+wk.String(), as)
 }
 
 // WithTimestamp sets each record's timestamp to ts(k, v), for the windows

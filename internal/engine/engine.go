@@ -27,6 +27,11 @@ const (
 	HeaderRejectReason = "onceflow-reject-reason"
 	HeaderRejectError  = "onceflow-reject-error"
 	HeaderRejectNode   = "onceflow-reject-node"
+	// A rejected record that is not an input record (a window's final
+	// result) is marked so, with the window's bounds.
+	HeaderRejectedRecord = graph.HeaderRejectedRecord
+	HeaderWindowStart    = graph.HeaderWindowStart
+	HeaderWindowEnd      = graph.HeaderWindowEnd
 )
 
 // Rejection reasons.

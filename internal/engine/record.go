@@ -155,6 +155,10 @@ func (d *driver) Reject(rej *graph.Rejection) error {
 	if d.badStamp != nil && errors.Is(rej, d.badStamp) {
 		d.badStamp = nil
 	}
+	if as := rej.Record; as != nil {
+		d.reject(as.Key, as.Value, as.Headers, as.Timestamp, rej.Reason, rej.Node, rej)
+		return nil
+	}
 	d.rejectInput(rej.Reason, rej.Node, rej)
 	return nil
 }
@@ -236,10 +240,18 @@ func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, t
 // with the reason, the node that rejected it (empty for the runtime's own
 // rejections) and the cause.
 func (d *driver) rejectInput(reason, node string, cause error) {
+	r := d.inRecord
+	d.reject(r.Key, r.Value, r.Headers, r.Timestamp, reason, node, cause)
+}
+
+// reject buffers a record for the rejected-records topic: the input
+// record, or one a node rejects in its place (graph.RejectedRecord), with
+// the input record's lineage.
+func (d *driver) reject(key, value []byte, headers []graph.Header, ts time.Time, reason, node string, cause error) {
 	e := d.e
 	r := d.inRecord
-	hs := make([]graph.Header, 0, len(r.Headers)+4)
-	for _, h := range r.Headers {
+	hs := make([]graph.Header, 0, len(headers)+4)
+	for _, h := range headers {
 		switch h.Key {
 		case HeaderSource, HeaderRejectReason, HeaderRejectError, HeaderRejectNode:
 		default:
@@ -258,10 +270,10 @@ func (d *driver) rejectInput(reason, node string, cause error) {
 	m := kafka.Message{
 		Topic:     e.rejected,
 		Partition: r.Partition % e.rejectedParts,
-		Key:       r.Key,
-		Value:     r.Value,
+		Key:       key,
+		Value:     value,
 		Headers:   hs,
-		Timestamp: e.rejectedStamp(r.Timestamp),
+		Timestamp: e.rejectedStamp(ts),
 	}
 	d.fitRejected(&m, own)
 	d.out = append(d.out, m)

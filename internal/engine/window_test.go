@@ -3,6 +3,7 @@ package engine_test
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,5 +205,60 @@ func TestOversizedFinalResultIsRejectedAlone(t *testing.T) {
 	}
 	if closing != 1 {
 		t.Errorf("%d rejections of closing records, want 1 (big's final result)", closing)
+	}
+}
+
+// A window's final result that fails downstream is written to the rejected
+// topic as itself (the window's key and aggregate, marked with its bounds),
+// not as the input record whose stream time closed the window: that
+// record's own effects commit, so replaying it would count it twice.
+func TestFailedWindowResultIsRejectedAsItself(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 1)
+	tp := topology.New("windows")
+	src := topology.Source(tp, in, serde.String(), serde.String())
+	counts := topology.GroupByKey(src, "by-user", serde.String(), serde.String()).
+		WindowedBy(topology.TumblingWindows(time.Minute)).EmitFinal().Count("views")
+	checked := topology.MapValues(counts, func(n int64) (int64, error) {
+		if n == 2 {
+			return 0, fmt.Errorf("two is refused")
+		}
+		return n, nil
+	})
+	topology.To(checked, out, topology.WindowedCodec(serde.String()), serde.Int64())
+	base := time.Now().Add(-time.Hour).Truncate(time.Minute)
+	env.ProduceRecords(
+		&kgo.Record{Topic: in, Key: []byte("u1"), Value: []byte("page"), Timestamp: base},
+		&kgo.Record{Topic: in, Key: []byte("u1"), Value: []byte("page"), Timestamp: base.Add(time.Second)},
+		&kgo.Record{Topic: in, Key: []byte("u2"), Value: []byte("closer"), Timestamp: base.Add(time.Minute)},   // closes u1's window
+		&kgo.Record{Topic: in, Key: []byte("u3"), Value: []byte("page"), Timestamp: base.Add(2 * time.Minute)}, // closes u2's
+	)
+	r := env.Start(stateConfig(env, app, "r1", t.TempDir()), compile(t, tp))
+	rejected := app + "-rejected"
+	env.WaitCount(rejected, 1, 60*time.Second)
+	env.WaitCount(out, 1, 60*time.Second)
+	r.Stop()
+
+	rs := env.Read(rejected)
+	if len(rs) != 1 {
+		t.Fatalf("%d rejected records, want 1", len(rs))
+	}
+	got := rs[0]
+	agg := binary.BigEndian.AppendUint64(nil, 2)
+	g := fmt.Sprintf("key=%q value=%x %s=%q start=%s end=%s reason=%s", got.Key, got.Value, engine.HeaderRejectedRecord, got.Headers[engine.HeaderRejectedRecord],
+		got.Headers[engine.HeaderWindowStart], got.Headers[engine.HeaderWindowEnd], got.Headers[engine.HeaderRejectReason])
+	w := fmt.Sprintf("key=%q value=%x %s=%q start=%d end=%d reason=%s", "u1", agg, engine.HeaderRejectedRecord, "window-result",
+		base.UnixMilli(), base.Add(time.Minute).UnixMilli(), engine.ReasonProcessingError)
+	if g != w {
+		t.Errorf("rejected record:\n got  %s\n want %s", g, w)
+	}
+	// The closing record's own effect committed: its window's result.
+	var results []string
+	for _, o := range env.Read(out) {
+		results = append(results, fmt.Sprintf("%s=%d", o.Key, binary.BigEndian.Uint64(o.Value)))
+	}
+	if len(results) != 1 || !strings.HasPrefix(results[0], "u2") || !strings.HasSuffix(results[0], "=1") {
+		t.Errorf("results %v, want u2's window with 1", results)
 	}
 }

@@ -389,6 +389,14 @@ func (c *Context) Forward(r Record) error {
 // final result of a window its stream time closed: failing that record
 // would roll the close back and fail every later record the same way.
 func (c *Context) ForwardAlone(r Record, what string) error {
+	return c.ForwardAloneAs(r, what, nil)
+}
+
+// ForwardAloneAs is ForwardAlone whose rejection, when r's path fails, is
+// of the record as (nil: the input record being handled). A node passes
+// what it forwards in the encoding a reader of the rejected-records topic
+// can use, when that is not the input record.
+func (c *Context) ForwardAloneAs(r Record, what string, as *RejectedRecord) error {
 	if c.failed != nil {
 		return c.failed
 	}
@@ -399,7 +407,7 @@ func (c *Context) ForwardAlone(r Record, what string) error {
 	}
 	c.failed = nil
 	c.out.Rollback(m)
-	rej := &Rejection{Reason: ReasonProcessingError, Detail: what + ": " + err.Error(), Node: c.node.Name, Err: err}
+	rej := &Rejection{Reason: ReasonProcessingError, Detail: what + ": " + err.Error(), Node: c.node.Name, Err: err, Record: as}
 	if ne, ok := errors.AsType[*NodeError](err); ok {
 		rej.Node = ne.Node
 	}

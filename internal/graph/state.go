@@ -71,7 +71,35 @@ type Rejection struct {
 	Detail string
 	Node   string // the gate; filled in by the graph when empty
 	Err    error  // the failure rejected, if any (see Context.ForwardAlone)
+	// Record is the record rejected when it is not the input record being
+	// processed (see Context.ForwardAloneAs); nil: the input record.
+	Record *RejectedRecord
 }
+
+// RejectedRecord is a record a node rejects in place of the input record
+// being processed: one that record did not cause alone, such as the final
+// result of a window its stream time closed, whose input records'
+// effects commit without it.
+type RejectedRecord struct {
+	Key, Value []byte
+	Headers    []Header
+	Timestamp  time.Time
+}
+
+// Headers that mark a rejected record that is not an input record.
+const (
+	// HeaderRejectedRecord says what the rejected record is (absent: the
+	// input record); RejectedWindowResult for a window's final result.
+	HeaderRejectedRecord = "onceflow-reject-record"
+	// HeaderWindowStart and HeaderWindowEnd are a rejected window result's
+	// bounds, in milliseconds since the epoch, as decimal text.
+	HeaderWindowStart = "onceflow-window-start"
+	HeaderWindowEnd   = "onceflow-window-end"
+)
+
+// RejectedWindowResult is HeaderRejectedRecord's value for a window's
+// final result.
+const RejectedWindowResult = "window-result"
 
 // Unwrap returns the failure rejected, if any.
 func (r *Rejection) Unwrap() error { return r.Err }

@@ -44,7 +44,19 @@ const ApplicationID = "test"
 const (
 	HeaderSource       = "onceflow-source"
 	HeaderRejectReason = "onceflow-reject-reason"
+	// HeaderRejectedRecord marks a rejected record that is not an input
+	// record: RejectedWindowResult for a window's final result, whose
+	// bounds (milliseconds since the epoch) HeaderWindowStart and
+	// HeaderWindowEnd hold.
+	HeaderRejectedRecord = graph.HeaderRejectedRecord
+	HeaderWindowStart    = graph.HeaderWindowStart
+	HeaderWindowEnd      = graph.HeaderWindowEnd
 )
+
+// RejectedWindowResult is HeaderRejectedRecord's value on a window's final
+// result rejected as itself: its key and aggregate as the window's store
+// encodes them.
+const RejectedWindowResult = graph.RejectedWindowResult
 
 // Rejection reasons of the runtime (the gates have their own: duplicate,
 // conflict, stale).
@@ -103,8 +115,10 @@ type output struct {
 }
 
 // Rejection is one record written to the rejected-records topic: the input
-// record as consumed, with the reason, the gate or stage that rejected it
-// (empty for the runtime's own reasons) and the error.
+// record as consumed (or, for a window's final result that failed, that
+// result, marked by HeaderRejectedRecord), with the reason, the gate or
+// stage that rejected it (empty for the runtime's own reasons) and the
+// error.
 type Rejection struct {
 	Reason string
 	Node   string
@@ -387,7 +401,11 @@ func (em emitter) Lineage() string { return em.d.source }
 // Reject implements graph.Emitter.
 func (em emitter) Reject(rej *graph.Rejection) error {
 	d := em.d
-	d.rejects = append(d.rejects, d.rejection(rej.Reason, rej.Node, rej))
+	r := d.rejection(rej.Reason, rej.Node, rej)
+	if as := rej.Record; as != nil {
+		r.Key, r.Value, r.Headers = as.Key, as.Value, fromGraph(as.Headers)
+	}
+	d.rejects = append(d.rejects, r)
 	return nil
 }
 

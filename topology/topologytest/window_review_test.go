@@ -279,3 +279,49 @@ func TestWindowUpdateRejectedAfterTheWindow(t *testing.T) {
 		t.Errorf("rejections %q, want the third update's", got)
 	}
 }
+
+// A window's final result that fails is rejected as itself, not as the
+// input record whose stream time closed the window: that record's own
+// effects committed (it is counted in its own window), so replaying the
+// rejected record it would count twice. The rejected record holds the
+// window's key and aggregate as its store encodes them, marked as a window
+// result with the window's bounds.
+func TestFailedWindowResultIsRejectedAsItself(t *testing.T) {
+	tp := topology.New("views")
+	in := topology.Source(tp, "views", serde.String(), serde.String())
+	counts := topology.GroupByKey(in, "by-user", serde.String(), serde.String()).
+		WindowedBy(topology.TumblingWindows(time.Hour)).EmitFinal().Count("views-per-window")
+	checked := topology.MapValues(counts, func(n int64) (int64, error) {
+		if n == 2 {
+			return 0, errors.New("two is refused")
+		}
+		return n, nil
+	})
+	topology.To(checked, "counts", topology.WindowedCodec(serde.String()), serde.Int64())
+	d := newDriver(t, tp, topologytest.Config{WallClock: t0.Add(48 * time.Hour)})
+	w := &windowed{t: t, d: d,
+		in:  topologytest.Input(d, "views", serde.String(), serde.String()),
+		out: topologytest.Output(d, "counts", topology.WindowedCodec(serde.String()), serde.Int64())}
+	w.pipe("u1", 0)
+	w.pipe("u1", time.Minute)
+	w.pipe("u2", time.Hour) // closes [0, 1h): u1's result (2) fails
+	rs := d.Rejections()
+	if len(rs) != 1 {
+		t.Fatalf("%d rejections, want 1: %+v", len(rs), rs)
+	}
+	r := rs[0]
+	agg, err := serde.Int64().Encode(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, _ := r.Headers.Get(topologytest.HeaderRejectedRecord)
+	start, _ := r.Headers.Get(topologytest.HeaderWindowStart)
+	end, _ := r.Headers.Get(topologytest.HeaderWindowEnd)
+	got := fmt.Sprintf("key=%q value=%x %s=%q start=%s end=%s", r.Key, r.Value, topologytest.HeaderRejectedRecord, kind, start, end)
+	want := fmt.Sprintf("key=%q value=%x %s=%q start=%d end=%d", "u1", agg, topologytest.HeaderRejectedRecord, "window-result", t0.UnixMilli(), t0.Add(time.Hour).UnixMilli())
+	if got != want {
+		t.Errorf("rejected record:\n got  %s\n want %s", got, want)
+	}
+	w.pipe("u2", 2*time.Hour) // closes [1h, 2h): u2's own record counted there
+	w.expect("u2's window", "u2[1h0m0s,2h0m0s]=1")
+}
