@@ -105,6 +105,29 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+// userPrograms are programs written as a user would, on the public API
+// only: of the module, they and their tests import public packages alone.
+var userPrograms = []string{"examples/mergecount"}
+
+// TestUserProgramsUsePublicAPI: what a user program proves (replicas
+// count a merge exactly) is proven for users only if it reaches no
+// internal package.
+func TestUserProgramsUsePublicAPI(t *testing.T) {
+	pkgs := load(t)
+	for _, prog := range userPrograms {
+		p, ok := pkgs[module+"/"+prog]
+		if !ok {
+			t.Errorf("%s is not a package of the module", prog)
+			continue
+		}
+		for _, imp := range p.imports {
+			if match(imp, module+"/...") && !matchAny(imp, publicPackages) {
+				t.Errorf("%s imports %s: a user program imports public packages only", prog, rel(imp))
+			}
+		}
+	}
+}
+
 // pkg is what the rules need of one package: its direct imports and all it
 // depends on, each over its code and its tests together.
 type pkg struct {
