@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/kafka"
 )
 
 // hangGrace is how long past its timeout a transaction may stay open
@@ -37,9 +39,30 @@ func (e *Engine) hangCheckInterval() time.Duration {
 	return max(e.cfg.Timeouts.Transaction, time.Second)
 }
 
+// sighting is an open transaction the watcher saw: the coordinator's
+// identity of it, and when the watcher first saw it, by the replica's
+// monotonic clock.
+type sighting struct {
+	producerID int64
+	epoch      int16
+	start      time.Time // the coordinator's stamp, by its own clock
+	first      time.Time
+}
+
+// same reports whether d describes the transaction s saw.
+func (s sighting) same(d kafka.TxnDescription) bool {
+	return s.producerID == d.ProducerID && s.epoch == d.Epoch && s.start.Equal(d.Start) && !s.first.IsZero()
+}
+
 // hangWatch checks the replica's transaction on each tick until ctx ends.
-// A transaction open for longer than the transaction timeout plus
-// hangGrace is hanging: it is counted and logged, and, while the
+// A transaction the checks have seen open, the same one (producer id,
+// epoch and the coordinator's start stamp), for longer than the
+// transaction timeout plus hangGrace is hanging. Its age is measured on
+// the replica's clock alone, from the first check that saw it: the
+// coordinator's stamp is by the broker's clock, and a replica whose clock
+// runs ahead of it by more than that bound would otherwise take every
+// transaction of a busy replica for a hanging one. A hanging transaction
+// is counted and logged, and, while the
 // coordinator still has it Ongoing, recovered: the session ends and the
 // producer is created again with the same transactional id, whose
 // InitProducerId bumps the epoch and aborts it (at most maxHangRecoveries
@@ -49,6 +72,7 @@ func (e *Engine) hangCheckInterval() time.Duration {
 func (e *Engine) hangWatch(ctx context.Context, tick <-chan time.Time) {
 	id := e.transactionalID()
 	recoveries := 0
+	var seen sighting
 	for {
 		select {
 		case <-ctx.Done():
@@ -62,17 +86,20 @@ func (e *Engine) hangWatch(ctx context.Context, tick <-chan time.Time) {
 		}
 		if !ok || !d.Open() {
 			recoveries = 0
+			seen = sighting{}
 			continue
 		}
-		// The coordinator's clock against ours: both are wall clocks
-		// (Config.Now, which tests move, is not the broker's).
-		age := time.Since(d.Start)
+		now := time.Now() // monotonic: differences only
+		if !seen.same(d) {
+			seen = sighting{producerID: d.ProducerID, epoch: d.Epoch, start: d.Start, first: now}
+		}
+		age := now.Sub(seen.first)
 		if age <= e.cfg.Timeouts.Transaction+hangGrace {
 			recoveries = 0
 			continue
 		}
 		e.m.hangingTxns.Inc()
-		kv := []any{"transactional_id", id, "state", d.State, "open_for", age.Round(time.Second), "transaction_timeout", e.cfg.Timeouts.Transaction,
+		kv := []any{"transactional_id", id, "state", d.State, "open_for_at_least", age.Round(time.Second), "coordinator_start", d.Start, "transaction_timeout", e.cfg.Timeouts.Transaction,
 			"producer_id", d.ProducerID, "epoch", d.Epoch, "partitions", partitionsString(d.Partitions)}
 		switch {
 		case d.Ending():
