@@ -124,8 +124,13 @@ func (g *Group) Errors() <-chan error { return g.cg.Errors() }
 // rebalances.
 func (g *Group) Consume(ctx context.Context, topics []string, h Handler) error {
 	err := g.cg.Consume(ctx, topics, &adapter{g: g, h: h})
-	if errors.Is(err, sarama.ErrFencedInstancedId) {
+	switch {
+	case errors.Is(err, sarama.ErrFencedInstancedId):
 		return fmt.Errorf("%w (%q): %v", ErrFencedInstance, g.instanceID, err)
+	case errors.Is(err, sarama.ErrInconsistentGroupProtocol) && g.tasks != nil:
+		return fmt.Errorf("kafka: group %q: its members offer no assignor in common with this one (%q): "+
+			"members of an earlier release (which assigned topic-partitions one by one) are in the group; "+
+			"this replica joins once they have left: %w", g.groupID, TaskAssignorName, err)
 	}
 	return err
 }
