@@ -127,8 +127,10 @@ func Repartition[K, V any](s Stream[K, V], name string, kc serde.Codec[K], vc se
 }
 
 // Merge combines streams of one type into one. Their sources join one
-// sub-topology, so they must be co-partitioned (same partition count): a
-// task then sees partition p of every one of them.
+// sub-topology, so they must be co-partitioned (same partition count, and
+// keyed alike): a task then sees partition p of every one of them, and the
+// runtime assigns all of a task's partitions to one replica, so a count, a
+// dedup or a join after a merge sees every record of a key.
 func Merge[K, V any](streams ...Stream[K, V]) Stream[K, V] {
 	var t *Topology
 	for _, s := range streams {
