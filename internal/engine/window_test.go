@@ -3,6 +3,7 @@ package engine_test
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -194,17 +195,22 @@ func TestOversizedFinalResultIsRejectedAlone(t *testing.T) {
 	if want := []string{"small@0s", "small@1m0s", "small@2m0s", "small@3m0s", "small@4m0s"}; fmt.Sprint(keys) != fmt.Sprint(want) {
 		t.Errorf("final results %q, want %q", keys, want)
 	}
-	closing := 0
+	results := 0
 	for _, r := range env.Read(app + "-rejected") {
 		if got := r.Headers[engine.HeaderRejectReason]; got != engine.ReasonTooLarge {
 			t.Errorf("rejected %q with reason %q, want %q", r.Key, got, engine.ReasonTooLarge)
 		}
-		if string(r.Key) == "small" {
-			closing++ // big's final result, rejected as the record that closed its window
+		if r.Headers[engine.HeaderRejectedRecord] == "window-result" {
+			if string(r.Key) != "big" || r.Headers[engine.HeaderWindowStart] != strconv.FormatInt(base.UnixMilli(), 10) {
+				t.Errorf("rejected window result key=%q start=%s, want big's window at %d", r.Key, r.Headers[engine.HeaderWindowStart], base.UnixMilli())
+			}
+			results++ // big's final result, rejected as itself
+		} else if string(r.Key) == "small" {
+			t.Errorf("the closing record small was rejected; its own effects committed")
 		}
 	}
-	if closing != 1 {
-		t.Errorf("%d rejections of closing records, want 1 (big's final result)", closing)
+	if results != 1 {
+		t.Errorf("%d rejected window results, want 1 (big's final result)", results)
 	}
 }
 
