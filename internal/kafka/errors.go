@@ -97,3 +97,14 @@ func IsRefused(err error) bool {
 func Refused(what string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrRefused, what, err)
 }
+
+// IsMembershipLost reports whether the group coordinator answered that
+// this member no longer holds its generation: it was evicted or replaced
+// (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION), another replica took its
+// instance id (FENCED_INSTANCE_ID), or the group is rebalancing
+// (REBALANCE_IN_PROGRESS, after which the eager protocol revokes every
+// partition). A member that gets one must stop acting for its partitions.
+func IsMembershipLost(err error) bool {
+	return errors.Is(err, sarama.ErrUnknownMemberId) || errors.Is(err, sarama.ErrIllegalGeneration) ||
+		errors.Is(err, sarama.ErrFencedInstancedId) || errors.Is(err, sarama.ErrRebalanceInProgress)
+}

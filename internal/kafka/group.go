@@ -58,6 +58,11 @@ type Session interface {
 	// Assignment is what the task assignor decided for this generation;
 	// ok is false for a group without one (NewGroup).
 	Assignment() (a Assignment, ok bool)
+	// Heartbeat asks the group coordinator whether this member still holds
+	// its generation: nil when it does, an error matching IsMembershipLost
+	// when it was evicted, replaced or the group rebalances, another error
+	// when the coordinator could not be asked before ctx ended.
+	Heartbeat(ctx context.Context) error
 }
 
 // Handler receives the batches of one session.
@@ -196,6 +201,38 @@ func (s session) Assignment() (Assignment, bool) {
 		return Assignment{}, false
 	}
 	return s.g.tasks.assignment(s.s.GenerationID())
+}
+
+func (s session) Heartbeat(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.g.heartbeat(s.Metadata()) }() // bounded by the client's read timeout
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("kafka: heartbeat: %w", ctx.Err())
+	}
+}
+
+func (g *Group) heartbeat(m GroupMetadata) error {
+	b, err := g.client.Coordinator(g.groupID)
+	if err != nil {
+		return fmt.Errorf("kafka: group coordinator: %w", err)
+	}
+	req := &sarama.HeartbeatRequest{Version: 4, GroupId: m.GroupID, MemberId: m.MemberID, GenerationId: m.GenerationID}
+	if m.InstanceID != "" {
+		id := m.InstanceID
+		req.GroupInstanceId = &id
+	}
+	resp, err := b.Heartbeat(req)
+	if err != nil {
+		_ = g.client.RefreshCoordinator(g.groupID)
+		return fmt.Errorf("kafka: heartbeat: %w", err)
+	}
+	if resp.Err != sarama.ErrNoError {
+		return fmt.Errorf("kafka: heartbeat of generation %d: %w", m.GenerationID, resp.Err)
+	}
+	return nil
 }
 
 func (a *adapter) Setup(s sarama.ConsumerGroupSession) error {

@@ -214,8 +214,16 @@ func (r *Runner) Run(ctx context.Context) error {
 			// session's restore reads them. The writer starts afresh.
 			r.log.Warn("a ledger write failed; opening the ledgers again", "error", ferr)
 			r.closeLedgers()
-			if err := r.openLedgers(db); err != nil {
-				return err
+			for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+				oerr := r.openLedgers(db)
+				if oerr == nil {
+					break
+				}
+				if ctx.Err() != nil {
+					return nil
+				}
+				r.log.Warn("cannot open the ledgers; trying again", "error", oerr, "backoff", wait)
+				_ = r.cfg.Sleep(ctx, wait)
 			}
 		}
 		if errors.Is(err, kafka.ErrFencedInstance) {
@@ -249,9 +257,15 @@ func (r *Runner) openLedgers(db *statestore.DB) error {
 	return nil
 }
 
+// closeLedgers stops the ledger writer and its producer; a second call
+// does nothing.
 func (r *Runner) closeLedgers() {
+	if r.ledgers == nil {
+		return
+	}
 	r.ledgers.close()
 	r.p.Close()
+	r.ledgers, r.p = nil, nil
 }
 
 // prepare creates the dead-letter and ledger changelog topics, with the

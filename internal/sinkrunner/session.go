@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
@@ -28,6 +29,13 @@ type session struct {
 	wg     sync.WaitGroup // dispatcher, committer, deliveries
 	mu     sync.Mutex
 	unk    map[string]int // unknown entries counted on the gauge, per sink
+	// proven is when (monotonic nanoseconds since start) the last
+	// heartbeat or offset commit that the coordinator accepted for this
+	// generation was sent: no attempt starts once it is half the session
+	// timeout old, because by the session timeout the group may have
+	// given the partitions to another runner.
+	proven atomic.Int64
+	start  time.Time
 }
 
 // Setup restores the ledger of every claimed partition and starts
@@ -39,6 +47,8 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	ss.parts = map[string]map[int32]*partition{}
 	ss.unk = map[string]int{}
 	gen := s.Metadata().GenerationID
+	ss.start = time.Now()
+	ss.proven.Store(0) // the join that opened the session proves the generation
 	for topic, ps := range s.Claims() {
 		sk := r.sinks[topic]
 		ss.parts[topic] = map[int32]*partition{}
@@ -52,10 +62,14 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 			ss.parts[topic][p] = newPartition(ss, sk, p, gen)
 		}
 	}
+	if err := ss.prove(); kafka.IsMembershipLost(err) {
+		return nil, fmt.Errorf("sinkrunner: the group took the partitions back during the ledger restore: %w", err)
+	}
 	r.log.Info("delivering", "generation", gen, "claims", s.Claims())
 	ss.in = make(chan kafka.Batch, 16)
 	ss.wg.Go(ss.dispatch)
 	ss.wg.Go(ss.commitLoop)
+	ss.wg.Go(ss.fenceLoop)
 	r.progress.cur.Store(ss)
 	r.progress.ready.Store(true)
 	r.progress.touch(r.cfg.Now())
@@ -112,10 +126,90 @@ func (ss *session) commitLoop() {
 		if err := ss.r.cfg.Sleep(ss.ctx, ss.r.cfg.Sinks.CommitInterval); err != nil {
 			return
 		}
-		if err := ss.commit(); err != nil {
+		if err := ss.commit(); kafka.IsMembershipLost(err) {
+			ss.lost(err)
+			return
+		} else if err != nil {
 			ss.r.log.Warn("commit outbox offsets", "error", err)
 		}
 	}
+}
+
+// sessionTimeout is the group's session timeout: the coordinator evicts a
+// member that sent no heartbeat for that long.
+func (ss *session) sessionTimeout() time.Duration { return ss.r.cfg.Timeouts.WithDefaults().Session }
+
+// fenceLoop asks the coordinator, a few times per session timeout, whether
+// this runner still holds its generation, and ends the session as soon as
+// it does not.
+func (ss *session) fenceLoop() {
+	every := ss.sessionTimeout() / 8
+	for {
+		t := time.NewTimer(every)
+		select {
+		case <-ss.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if err := ss.prove(); kafka.IsMembershipLost(err) {
+			ss.lost(err)
+			return
+		} else if err != nil {
+			ss.r.log.Debug("heartbeat", "error", err)
+		}
+	}
+}
+
+// prove sends a heartbeat of this generation and, when the coordinator
+// accepts it, moves the proof to when it was sent.
+func (ss *session) prove() error {
+	sent := time.Since(ss.start)
+	ctx, cancel := context.WithTimeout(ss.ctx, ss.sessionTimeout()/4)
+	defer cancel()
+	err := ss.s.Heartbeat(ctx)
+	if err == nil {
+		ss.provenAt(sent)
+	}
+	return err
+}
+
+// provenAt records a proof of the generation sent at sent (since start).
+func (ss *session) provenAt(sent time.Duration) {
+	for {
+		old := ss.proven.Load()
+		if int64(sent) <= old || ss.proven.CompareAndSwap(old, int64(sent)) {
+			return
+		}
+	}
+}
+
+// live reports whether an attempt may start: the session has not ended
+// and the generation was proven within half the session timeout. A
+// session that is no longer live is ended, so the runner joins again.
+func (ss *session) live() bool {
+	if ss.ctx.Err() != nil {
+		return false
+	}
+	age := time.Since(ss.start) - time.Duration(ss.proven.Load())
+	if age < ss.sessionTimeout()/2 {
+		return true
+	}
+	ss.r.log.Warn("no heartbeat or commit confirmed for half the session timeout; stopping deliveries before the group gives the partitions to another runner",
+		"unconfirmed", age.Round(time.Millisecond), "session_timeout", ss.sessionTimeout())
+	ss.cancel()
+	ss.end()
+	return false
+}
+
+// lost ends the session at once: the coordinator said this runner no
+// longer holds its generation, so its partitions are another's.
+func (ss *session) lost(err error) {
+	if ss.ctx.Err() == nil {
+		ss.r.log.Info("the group took this runner's partitions; stopping deliveries", "generation", ss.s.Metadata().GenerationID, "error", err)
+	}
+	ss.cancel()
+	ss.end()
 }
 
 // commit commits, per partition, the offset after the last record below
@@ -144,9 +238,11 @@ func (ss *session) commit() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
+	sent := time.Since(ss.start)
 	if err := ss.r.p.CommitOffsets(ctx, offsets, ss.s.Metadata()); err != nil {
 		return fmt.Errorf("sinkrunner: %w", err)
 	}
+	ss.provenAt(sent)
 	for _, m := range marks {
 		m()
 	}
@@ -365,6 +461,10 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 		case p.slots <- struct{}{}:
 		case <-ctx.Done():
 			return false
+		}
+		if !p.ss.live() {
+			<-p.slots
+			return false // nothing went out; the partition's next owner delivers it
 		}
 		if !sk.idempotent && !r.record(ctx, p, key, e, nil) {
 			<-p.slots
