@@ -16,6 +16,7 @@ func TestDescribeCommand(t *testing.T) {
 	}{
 		{"describe-orders.txt", []string{"describe", "orders"}},
 		{"describe-orders-sinks.mmd", []string{"describe", "orders", "--sinks", "--format", "mermaid"}},
+		{"describe-allstages-sinks.txt", []string{"describe", "allstages", "--input", "allstages", "--sinks"}},
 		{"describe-copy.mmd", []string{"describe", "copy", "--input", "in", "--output", "out", "--format", "mermaid"}},
 	} {
 		code, stdout, stderr := cli(t, context.Background(), tc.args...)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/onceflow/onceflow/examples/allstages"
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/examples/orders"
 	"github.com/onceflow/onceflow/processor"
@@ -28,6 +29,27 @@ type RunCmd struct {
 	Copy      RunCopyCmd      `cmd:"" help:"The copy topology: every input record to the output, key and value unchanged, with a lineage header."`
 	Orders    RunOrdersCmd    `cmd:"" help:"The orders topology: dedup by event id, version gate per order, per-customer totals."`
 	Pageviews RunPageviewsCmd `cmd:"" help:"The pageviews topology: final view counts per user per hour, 5 minutes of grace."`
+	Allstages RunAllstagesCmd `cmd:"" help:"The allstages topology: every kind of stage (merge, gates, aggregates, fan-out, repartition, through, every window kind, punctuators, sinks); what onceflow chaos --topology allstages runs."`
+}
+
+// RunAllstagesCmd is `onceflow run allstages`.
+type RunAllstagesCmd struct {
+	ReplicaFlags
+	Prefix  string `name:"topic-prefix" required:"" help:"Prefix of the topics: reads <prefix>-web and <prefix>-app, writes <prefix>-account-counts, -item-counts, -ticks, -lines (through) and -windows."`
+	Webhook string `name:"webhook" placeholder:"URL" help:"Deliver the line-hook and tick-hook sinks to this webhook, declared not idempotent (an attempt without an answer is parked as unknown, never re-sent). Default: no sinks."`
+}
+
+// Run runs the replica.
+func (c *RunAllstagesCmd) Run(env *Env) error {
+	var s allstages.Sinks
+	if c.Webhook != "" {
+		hook, err := httpsink.New(httpsink.Config{URL: c.Webhook, NotIdempotent: true})
+		if err != nil {
+			return err
+		}
+		s.Lines, s.Ticks = hook, hook
+	}
+	return runReplica(env, c.ReplicaFlags, allstages.Topology(c.Prefix, s))
 }
 
 // RunOrdersCmd is `onceflow run orders`.
