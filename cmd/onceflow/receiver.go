@@ -18,6 +18,7 @@ type ReceiverCmd struct {
 	BadRequestRate  float64       `name:"bad-request-rate" help:"Share of requests answered 400, not applied (never for a key already applied)."`
 	RetryAfter      time.Duration `name:"retry-after" default:"1s" help:"Retry-After of 503 and 429 answers (whole seconds)."`
 	Delay           time.Duration `name:"delay" help:"Processing time of each request before its effect is applied."`
+	NotIdempotent   bool          `name:"not-idempotent" help:"Ignore the Idempotency-Key: apply every request, counting a second effect for one key as a violation."`
 	Seed            uint64        `name:"seed" default:"1" help:"Seed of the misbehaviour."`
 }
 
@@ -31,6 +32,7 @@ func (c *ReceiverCmd) Run(env *Env) error {
 		BadRequestRate:  c.BadRequestRate,
 		RetryAfter:      c.RetryAfter,
 		Delay:           c.Delay,
+		NotIdempotent:   c.NotIdempotent,
 		Seed:            c.Seed,
 		Logger:          env.Logger.Named("receiver"),
 	})
@@ -46,7 +48,7 @@ func (c *ReceiverCmd) Run(env *Env) error {
 		return err
 	}
 	st := r.Stats()
-	fmt.Fprintf(env.Stdout, "receiver stopped: %d effects, %d distinct keys, %d duplicate effects, %d duplicate attempts, answers %v\n",
-		st.Effects, st.DistinctKeys, st.DuplicateEffects, st.DuplicateAttempts, st.Answers)
+	fmt.Fprintf(env.Stdout, "receiver stopped: %d effects, %d distinct keys, %d duplicate effects, %d duplicate attempts, %d violations, answers %v\n",
+		st.Effects, st.DistinctKeys, st.DuplicateEffects, st.DuplicateAttempts, st.Violations, st.Answers)
 	return nil
 }

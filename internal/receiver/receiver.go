@@ -17,6 +17,13 @@
 //     applied); then, after Delay, the effect is applied and the answer is
 //     200, or the connection is closed without an answer (the drop rate).
 //
+// With NotIdempotent the receiver is a server that ignores the key: it
+// applies every request it admits (after the misbehaviour rolls, which
+// apply to every request alike), and counts each effect beyond the first
+// for one key as a violation (Stats.Violations), so a sender that re-sends
+// a request whose outcome it does not know, or a zombie that sends what
+// another runner sent, shows.
+//
 // GET /stats answers the counters as JSON (see Stats). The effect is
 // counted per key and per payload: an effect applied for a payload that
 // was already applied under another key is a duplicate effect (the sender
@@ -81,6 +88,11 @@ type Config struct {
 	// Delay is how long each request is processed before the effect is
 	// applied (the key is "in progress" meanwhile). Default none.
 	Delay time.Duration
+	// NotIdempotent makes the receiver ignore the Idempotency-Key: every
+	// request not refused by the misbehaviour rolls is applied, a key
+	// applied before included, and each such second effect is counted in
+	// Stats.Violations. Default false: the IETF draft's behaviour.
+	NotIdempotent bool
 	// Seed seeds the misbehaviour. Default 1.
 	Seed uint64
 	// OnEffect, when set, is called once per applied effect.
@@ -124,6 +136,10 @@ type Stats struct {
 	// FenceRegressions counts requests whose fence generation was below
 	// one already seen for the same partition (a zombie's late write).
 	FenceRegressions int64 `json:"fence_regressions"`
+	// Violations counts effects applied for an idempotency key already
+	// applied (NotIdempotent only): each is an effect done twice. Must
+	// stay 0.
+	Violations int64 `json:"violations"`
 	// Requests is the number of POSTs.
 	Requests int64 `json:"requests"`
 	// Answers counts requests by answer (see the Answer constants).
@@ -203,7 +219,8 @@ func (r *Receiver) Stats() Stats {
 // Applied reports whether the effect of key was applied.
 func (r *Receiver) Applied(key string) bool { return r.Effects(key) > 0 }
 
-// Effects returns how many effects were applied for key: 0 or 1.
+// Effects returns how many effects were applied for key: 0 or 1 (more only
+// with NotIdempotent).
 func (r *Receiver) Effects(key string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -299,6 +316,8 @@ func (r *Receiver) admit(key string, hash [sha256.Size]byte, fence string) strin
 	e := r.mu.keys[key]
 	answer := ""
 	switch {
+	case r.cfg.NotIdempotent:
+		answer = r.misbehaveLocked()
 	case e != nil && e.hash != hash:
 		answer = AnswerConflict
 	case e != nil && e.busy:
@@ -358,8 +377,14 @@ func (r *Receiver) apply(key string, hash [sha256.Size]byte, body []byte) (drop 
 	e.busy, e.applied = false, true
 	e.effects++
 	r.mu.stats.Effects++
-	r.mu.payloads[hash]++
-	if r.mu.payloads[hash] > 1 {
+	if e.effects > 1 {
+		r.mu.stats.Violations++
+		r.log.Warn("effect applied twice for one idempotency key", "key", key, "effects", e.effects)
+	}
+	if e.effects == 1 {
+		r.mu.payloads[hash]++
+	}
+	if e.effects == 1 && r.mu.payloads[hash] > 1 {
 		r.mu.stats.DuplicateEffects++
 		r.log.Warn("duplicate effect: payload applied under another key", "key", key, "payload_sha256", hex.EncodeToString(hash[:8]))
 	}

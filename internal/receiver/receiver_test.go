@@ -294,3 +294,38 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestNotIdempotentCountsViolations: a receiver that ignores the key
+// applies every request, counts the second effect of a key as a violation
+// (and not as a payload applied under another key), and still answers 503
+// and 429 and drops answers at its rates.
+func TestNotIdempotentCountsViolations(t *testing.T) {
+	r, s, _ := start(t, Config{NotIdempotent: true}, httpsink.Config{NotIdempotent: true})
+	ctx := context.Background()
+	for i := range 3 {
+		if err := s.Deliver(ctx, delivery("k1", `{"n":1}`)); err != nil {
+			t.Fatalf("attempt %d: %v", i+1, err)
+		}
+	}
+	if err := s.Deliver(ctx, delivery("k2", `{"n":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	st := r.Stats()
+	if st.Effects != 4 || st.Violations != 2 || st.DuplicateEffects != 0 || r.Effects("k1") != 3 || r.Effects("k2") != 1 {
+		t.Errorf("stats %+v, k1 %d, k2 %d; want 4 effects, 2 violations, no duplicate effect, k1 3, k2 1", st, r.Effects("k1"), r.Effects("k2"))
+	}
+
+	r, s, _ = start(t, Config{NotIdempotent: true, UnavailableRate: 0.2, ThrottleRate: 0.2, DropRate: 0.2, RetryAfter: time.Second},
+		httpsink.Config{NotIdempotent: true})
+	classes := map[string]int{}
+	for i := range 200 {
+		classes[classOf(s.Deliver(ctx, delivery(fmt.Sprintf("k%d", i), fmt.Sprintf(`{"n":%d}`, i))))]++
+	}
+	st = r.Stats()
+	if st.Answers[AnswerUnavailable] == 0 || st.Answers[AnswerThrottled] == 0 || st.Answers[AnswerDropped] == 0 || classes["transient"] == 0 || classes["unknown"] == 0 {
+		t.Errorf("answers %v, classes %v: want 503s, 429s and dropped answers, seen as transient and unknown", st.Answers, classes)
+	}
+	if st.Violations != 0 {
+		t.Errorf("%d violations for 200 distinct keys", st.Violations)
+	}
+}
