@@ -38,6 +38,12 @@ type Config struct {
 	// broker faults.
 	Embedded bool
 
+	// Topology is the topology the replicas run: TopologyOrders (the
+	// default) or TopologyAllStages, every kind of stage with two webhook
+	// sinks delivered to a receiver of the run's own that is not
+	// idempotent.
+	Topology string
+
 	// Duration is how long faults are injected. Default 60 s.
 	Duration time.Duration
 	// Rate is the input rate in records per second. Default 1000. The run
@@ -95,10 +101,14 @@ const (
 	// FaultRequest makes the embedded broker answer a replica's Produce,
 	// EndTxn or TxnOffsetCommit requests with errors or late.
 	FaultRequest = "request-fault"
+	// FaultOperator writes the operator's commands for the sinks'
+	// parked deliveries (`sinks unknown resolve`, `dlq redrive`), then
+	// SIGKILLs a replica (allstages only).
+	FaultOperator = "operator-command"
 )
 
 // FaultKinds lists every fault kind.
-var FaultKinds = []string{FaultReplicaKill, FaultReplicaPause, FaultBrokerKill, FaultNetwork, FaultRequest}
+var FaultKinds = []string{FaultReplicaKill, FaultReplicaPause, FaultBrokerKill, FaultNetwork, FaultRequest, FaultOperator}
 
 const (
 	replicas   = 3
@@ -113,6 +123,11 @@ func (c Config) Validate() error {
 		if set {
 			where++
 		}
+	}
+	switch c.Topology {
+	case "", TopologyOrders, TopologyAllStages:
+	default:
+		errs = append(errs, fmt.Errorf("chaos: unknown topology %q (want %s or %s)", c.Topology, TopologyOrders, TopologyAllStages))
 	}
 	if where != 1 {
 		errs = append(errs, errors.New("chaos: want exactly one of brokers, a cluster directory or the embedded broker"))
@@ -130,6 +145,10 @@ func (c Config) Validate() error {
 		case FaultRequest:
 			if !c.Embedded {
 				errs = append(errs, errors.New("chaos: request-fault needs the embedded broker"))
+			}
+		case FaultOperator:
+			if c.Topology != TopologyAllStages {
+				errs = append(errs, errors.New("chaos: operator-command needs the allstages topology"))
 			}
 		default:
 			errs = append(errs, fmt.Errorf("chaos: unknown fault %q (want one of %v)", f, FaultKinds))
@@ -154,6 +173,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = 3 * time.Minute
 	}
+	if c.Topology == "" {
+		c.Topology = TopologyOrders
+	}
 	if c.KafkaScript == "" {
 		c.KafkaScript = "scripts/kafka.sh"
 	}
@@ -164,6 +186,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if c.Embedded {
 			c.Faults = append(c.Faults, FaultRequest)
+		}
+		if c.Topology == TopologyAllStages {
+			c.Faults = append(c.Faults, FaultOperator)
 		}
 	}
 	if c.Executable == "" {
@@ -196,7 +221,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("chaos: %w", err)
 	}
-	res.Dir = dir
+	res.Dir, res.Topology = dir, cfg.Topology
 	defer func() {
 		if err == nil && res.OK && !cfg.KeepLogs {
 			os.RemoveAll(dir)
@@ -236,6 +261,12 @@ type runner struct {
 	aims     []string       // broker-kill aims still to deal this round
 
 	app, input, output, rejected string
+	inputs                       []string // the input topics the watcher follows
+
+	// allstages
+	prefix    string
+	hook      *hook
+	commanded map[string]time.Time // when a command was last written, per sink and key
 }
 
 // setup starts or opens the brokers, creates the input topic and starts
@@ -270,13 +301,23 @@ func (r *runner) setup(ctx context.Context) error {
 
 	run := strconv.FormatInt(time.Now().Unix(), 36)
 	r.app = "chaos-" + run
-	r.input, r.output, r.rejected = r.app+"-orders", r.app+"-totals", r.app+"-rejected"
-	resp, err := r.adm.CreateTopic(ctx, partitions, replication, nil, r.input)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		return fmt.Errorf("chaos: create %s: %w", r.input, err)
+	r.rejected = r.app + "-rejected"
+	var base []string
+	if cfg.Topology == TopologyAllStages {
+		if base, err = r.setupAllStages(ctx, replication); err != nil {
+			return err
+		}
+	} else {
+		r.input, r.output = r.app+"-orders", r.app+"-totals"
+		r.inputs = []string{r.input}
+		resp, err := r.adm.CreateTopic(ctx, partitions, replication, nil, r.input)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			return fmt.Errorf("chaos: create %s: %w", r.input, err)
+		}
+		base = []string{"run", "orders", "--input", r.input, "--output", r.output}
 	}
 	if slices.Contains(cfg.Faults, FaultRequest) {
 		r.reqs = newRequestFaults(r.embedded.Cluster(), cfg.Seed)
@@ -288,7 +329,7 @@ func (r *runner) setup(ctx context.Context) error {
 		}
 		r.net = newNetwork(brokers)
 	}
-	base := []string{"--brokers", strings.Join(r.brokers, ","), "--app-id", r.app, "--input", r.input, "--output", r.output}
+	base = append(base, "--brokers", strings.Join(r.brokers, ","), "--app-id", r.app)
 	base = append(base, cfg.ReplicaArgs...)
 	for i := range replicas {
 		name := fmt.Sprintf("replica-%d", i+1)
@@ -309,7 +350,7 @@ func (r *runner) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	fmt.Fprintf(cfg.Progress, "brokers %s; app %s; %d replicas; logs and state in %s\n", strings.Join(r.brokers, ","), r.app, replicas, r.dir)
+	fmt.Fprintf(cfg.Progress, "brokers %s; app %s; topology %s; %d replicas; logs and state in %s\n", strings.Join(r.brokers, ","), r.app, cfg.Topology, replicas, r.dir)
 	return nil
 }
 
@@ -324,14 +365,46 @@ func (r *runner) close() {
 	if r.net != nil {
 		r.net.close()
 	}
+	if r.hook != nil {
+		r.hook.close()
+	}
 	if r.embedded != nil {
 		r.embedded.Close()
+	}
+}
+
+// startWatch starts the watcher; the function it returns stops it and
+// waits for it (more calls do nothing).
+func (r *runner) startWatch(ctx context.Context, start time.Time) (stop func()) {
+	r.watch = newWatcher(r.adm, r.brokers, r.app, r.inputs, r.reps, r.http, start, r.cfg.Logger.Named("watch"))
+	wctx, cancel := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		r.watch.run(wctx, time.Second)
+		close(watched)
+	}()
+	return func() {
+		cancel()
+		<-watched
+	}
+}
+
+// collectWatch copies what the watcher saw into the result.
+func (r *runner) collectWatch() {
+	r.res.LongestStallSeconds, r.res.LongestStallPartition = r.watch.longestStall()
+	r.res.MaxOldestPendingSeconds = r.watch.maxOldestPending()
+	r.res.Throughput = r.watch.throughput()
+	if r.net != nil {
+		r.res.ProxiedConnections = r.net.accepted()
 	}
 }
 
 // run produces, injects faults for the duration, drains and verifies.
 func (r *runner) run(ctx context.Context) error {
 	cfg := r.cfg
+	if cfg.Topology == TopologyAllStages {
+		return r.runAllStages(ctx)
+	}
 	events := max(int(cfg.Rate*cfg.Duration.Seconds()), 1)
 	pctx, cancelProduce := context.WithCancel(ctx)
 	defer cancelProduce()
@@ -350,17 +423,8 @@ func (r *runner) run(ctx context.Context) error {
 		events, r.input, cfg.Rate, cfg.Faults, cfg.Duration)
 
 	start := time.Now()
-	r.watch = newWatcher(r.adm, r.brokers, r.app, r.input, r.reps, r.http, start, cfg.Logger.Named("watch"))
-	wctx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() {
-		r.watch.run(wctx, time.Second)
-		close(watched)
-	}()
-	defer func() {
-		stopWatch()
-		<-watched
-	}()
+	stopWatch := r.startWatch(ctx, start)
+	defer stopWatch()
 
 	if err := r.inject(ctx, start, start.Add(cfg.Duration)); err != nil {
 		return err
@@ -382,13 +446,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	r.res.Seconds = time.Since(start).Seconds()
 	stopWatch()
-	<-watched
-	r.res.LongestStallSeconds, r.res.LongestStallPartition = r.watch.longestStall()
-	r.res.MaxOldestPendingSeconds = r.watch.maxOldestPending()
-	r.res.Throughput = r.watch.throughput()
-	if r.net != nil {
-		r.res.ProxiedConnections = r.net.accepted()
-	}
+	r.collectWatch()
 	for _, rep := range r.reps {
 		rep.stop(20 * time.Second)
 	}

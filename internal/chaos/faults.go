@@ -60,6 +60,8 @@ func (r *runner) inject(ctx context.Context, start, deadline time.Time) error {
 			err = r.netFault(ctx, &f)
 		case FaultRequest:
 			err = r.requestFault(ctx, &f)
+		case FaultOperator:
+			err = r.operatorFault(ctx, &f)
 		}
 		if err != nil {
 			return err

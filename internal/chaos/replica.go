@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -20,7 +21,7 @@ const (
 	assignedMetric      = "onceflow_assigned_partitions"
 )
 
-// replica is one `onceflow run orders` process. A restart starts a new
+// replica is one `onceflow run <topology>` process. A restart starts a new
 // process with the same instance id, state directory and metrics port.
 type replica struct {
 	name    string
@@ -34,13 +35,14 @@ type replica struct {
 	paused bool
 }
 
-// newReplica prepares replica name; start runs it.
+// newReplica prepares replica name running the command line base (`run
+// orders ...`); start runs it.
 func newReplica(exe, dir, name string, base []string) (*replica, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"run", "orders"}, base...)
+	args := slices.Clone(base)
 	args = append(args, "--instance-id", name, "--log-level", "info",
 		"--state-dir", filepath.Join(dir, name+"-state"), "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port))
 	return &replica{name: name, args: args, exe: exe, port: port, logPath: filepath.Join(dir, name+".log")}, nil

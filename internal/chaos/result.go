@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/onceflow/onceflow/internal/receiver"
+	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/verify"
 )
 
@@ -67,8 +69,25 @@ type Result struct {
 	// once a second.
 	Throughput []Sample `json:"throughput,omitempty"`
 
-	// Truth is verify's full report.
+	// OperatorFaults counts operator-command faults (allstages): the
+	// commands for what was parked, then a SIGKILL. Resolved and Redriven
+	// count the commands written, during the faults and after them (the
+	// run settles what is parked as an operator would).
+	OperatorFaults int `json:"operator_faults"`
+	Resolved       int `json:"resolved"`
+	Redriven       int `json:"redriven"`
+
+	// Topology is the topology the replicas ran.
+	Topology string `json:"topology"`
+	// Truth is verify's full report (orders).
 	Truth verify.TruthReport `json:"truth"`
+	// AllStages is the allstages check's report; Receiver the counters of
+	// the run's receiver, which is not idempotent.
+	AllStages *verify.AllStagesReport `json:"allstages,omitempty"`
+	Receiver  receiver.Stats          `json:"receiver"`
+	// Sinks counts each sink's ledger entries by state at the end
+	// (allstages): what is still pending, unknown or dead-lettered.
+	Sinks []sinkadmin.Status `json:"sinks,omitempty"`
 	// Violations lists what failed; OK is true when there are none.
 	Violations []string `json:"violations,omitempty"`
 	OK         bool     `json:"ok"`
@@ -97,14 +116,38 @@ func sum(m map[string]int) int {
 func (r Result) String() string {
 	var b strings.Builder
 	verdict := "EXACTLY-ONCE HELD: nothing lost, nothing doubled, rejections and totals equal the truth"
+	if r.AllStages != nil {
+		verdict = "EXACTLY-ONCE HELD: every output and window once, every effect once at the receiver, rejections and totals equal the truth"
+	}
 	if !r.OK {
 		verdict = "VIOLATED:\n  " + strings.Join(r.Violations, "\n  ")
 	}
-	fmt.Fprintf(&b, "onceflow chaos: orders topology, 3 replicas, brokers %s\n", strings.Join(r.Brokers, ","))
+	topo := r.Topology
+	if topo == "" {
+		topo = TopologyOrders
+	}
+	fmt.Fprintf(&b, "onceflow chaos: %s topology, 3 replicas, brokers %s\n", topo, strings.Join(r.Brokers, ","))
 	fmt.Fprintf(&b, "  events (committed input)  %d\n", r.Events)
-	fmt.Fprintf(&b, "  accepted outputs          %d (truth %d)\n", r.Accepted, r.Truth.ExpectedAccepted)
-	fmt.Fprintf(&b, "  rejected by reason        %v (truth %v)\n", r.Truth.Rejected, r.Truth.ExpectedRejected)
-	fmt.Fprintf(&b, "  totals match truth        %t\n", r.Truth.TotalsMatch)
+	if a := r.AllStages; a != nil {
+		fmt.Fprintf(&b, "  accepted events (truth)   %d\n", r.Accepted)
+		fmt.Fprintf(&b, "  account counts            %s\n", a.AccountCounts)
+		fmt.Fprintf(&b, "  item counts               %s\n", a.ItemCounts)
+		fmt.Fprintf(&b, "  window results            %s\n", a.Windows)
+		fmt.Fprintf(&b, "  ticks                     %d wall-clock, %d stream-time; %d problems\n", a.WallTicks, a.StreamTicks, len(a.TickProblems))
+		fmt.Fprintf(&b, "  rejected by reason        %v (truth %v)\n", a.Rejected, a.ExpectedRejected)
+		fmt.Fprintf(&b, "  line-hook effects         %s\n", a.LineEffects)
+		fmt.Fprintf(&b, "  tick-hook effects         %s\n", a.TickEffects)
+		fmt.Fprintf(&b, "  receiver (not idempotent) %d requests, %d effects, %d violations (a key applied twice), answers %v\n",
+			r.Receiver.Requests, r.Receiver.Effects, r.Receiver.Violations, r.Receiver.Answers)
+		fmt.Fprintf(&b, "  operator commands         %d resolved, %d redriven; %d operator faults (commands, then SIGKILL)\n", r.Resolved, r.Redriven, r.OperatorFaults)
+		for _, s := range r.Sinks {
+			fmt.Fprintf(&b, "  ledger %-18s %d deliveries %v\n", s.Sink, s.Deliveries, s.States)
+		}
+	} else {
+		fmt.Fprintf(&b, "  accepted outputs          %d (truth %d)\n", r.Accepted, r.Truth.ExpectedAccepted)
+		fmt.Fprintf(&b, "  rejected by reason        %v (truth %v)\n", r.Truth.Rejected, r.Truth.ExpectedRejected)
+		fmt.Fprintf(&b, "  totals match truth        %t\n", r.Truth.TotalsMatch)
+	}
 	fmt.Fprintf(&b, "  lost                      %d\n", r.Lost)
 	fmt.Fprintf(&b, "  duplicated                %d\n", r.Duplicated)
 	fmt.Fprintf(&b, "  unexpected                %d\n", r.Unexpected)

@@ -20,18 +20,19 @@ import (
 // committed offset and that offset does not move) and the replicas'
 // onceflow_oldest_pending_seconds.
 type watcher struct {
-	adm          *kadm.Client
-	brokers      []string
-	group, input string
-	reps         []*replica
-	http         *http.Client
-	start        time.Time
-	log          hclog.Logger
+	adm     *kadm.Client
+	brokers []string
+	group   string
+	inputs  []string
+	reps    []*replica
+	http    *http.Client
+	start   time.Time
+	log     hclog.Logger
 
 	mu struct {
 		sync.Mutex
-		last       map[int32]int64     // committed offset per partition
-		since      map[int32]time.Time // since when it has not moved with input pending
+		last       map[inputPartition]int64     // committed offset per partition
+		since      map[inputPartition]time.Time // since when it has not moved with input pending
 		longest    time.Duration
 		longestP   int32
 		oldestSeen float64
@@ -40,9 +41,15 @@ type watcher struct {
 	}
 }
 
-func newWatcher(adm *kadm.Client, brokers []string, group, input string, reps []*replica, client *http.Client, start time.Time, log hclog.Logger) *watcher {
-	w := &watcher{adm: adm, brokers: brokers, group: group, input: input, reps: reps, http: client, start: start, log: log}
-	w.mu.last, w.mu.since = map[int32]int64{}, map[int32]time.Time{}
+// inputPartition is one partition of one input topic.
+type inputPartition struct {
+	topic     string
+	partition int32
+}
+
+func newWatcher(adm *kadm.Client, brokers []string, group string, inputs []string, reps []*replica, client *http.Client, start time.Time, log hclog.Logger) *watcher {
+	w := &watcher{adm: adm, brokers: brokers, group: group, inputs: inputs, reps: reps, http: client, start: start, log: log}
+	w.mu.last, w.mu.since = map[inputPartition]int64{}, map[inputPartition]time.Time{}
 	return w
 }
 
@@ -88,11 +95,11 @@ func (w *watcher) sample(ctx context.Context) {
 	w.mu.Unlock()
 	// A partition whose end offset cannot be read now (its leader down)
 	// is judged at the next sample that reads it.
-	ends, err := w.adm.ListEndOffsets(sctx, w.input)
+	ends, err := w.adm.ListEndOffsets(sctx, w.inputs...)
 	if err != nil || ends.Error() != nil {
 		// As for the offsets: a leader it cannot dial may stay cached.
 		err = w.fresh(func(adm *kadm.Client) error {
-			ends, err = adm.ListEndOffsets(sctx, w.input)
+			ends, err = adm.ListEndOffsets(sctx, w.inputs...)
 			return err
 		})
 	}
@@ -107,7 +114,8 @@ func (w *watcher) sample(ctx context.Context) {
 		if o.Err != nil {
 			return
 		}
-		p, at := o.Partition, committed[o.Partition]
+		p := inputPartition{o.Topic, o.Partition}
+		at := committed[p]
 		last, seen := w.mu.last[p]
 		began, stalled := w.mu.since[p]
 		switch {
@@ -117,7 +125,7 @@ func (w *watcher) sample(ctx context.Context) {
 			w.mu.since[p] = now // input pending: a stall starts now unless the offset moves
 		default:
 			if d := now.Sub(began); d > w.mu.longest {
-				w.mu.longest, w.mu.longestP = d, p
+				w.mu.longest, w.mu.longestP = d, p.partition
 			}
 		}
 		w.mu.last[p] = at
@@ -135,7 +143,7 @@ func (w *watcher) failed(what string, err error) {
 }
 
 // offsets returns the group's committed offset per input partition.
-func (w *watcher) offsets(ctx context.Context) (map[int32]int64, error) {
+func (w *watcher) offsets(ctx context.Context) (map[inputPartition]int64, error) {
 	resp, err := w.adm.FetchOffsets(ctx, w.group)
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		// franz-go keeps a group coordinator it cannot dial cached until
@@ -148,15 +156,17 @@ func (w *watcher) offsets(ctx context.Context) (map[int32]int64, error) {
 		})
 	}
 	if errors.Is(err, kerr.GroupIDNotFound) {
-		return map[int32]int64{}, nil
+		return map[inputPartition]int64{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("chaos: committed offsets: %w", err)
 	}
-	out := map[int32]int64{}
-	for p, o := range resp[w.input] {
-		if o.Err == nil && o.At > 0 {
-			out[p] = o.At
+	out := map[inputPartition]int64{}
+	for _, topic := range w.inputs {
+		for p, o := range resp[topic] {
+			if o.Err == nil && o.At > 0 {
+				out[inputPartition{topic, p}] = o.At
+			}
 		}
 	}
 	return out, nil

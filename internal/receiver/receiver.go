@@ -96,7 +96,7 @@ type Config struct {
 	// Seed seeds the misbehaviour. Default 1.
 	Seed uint64
 	// OnEffect, when set, is called once per applied effect.
-	OnEffect func(key string, payload []byte)
+	OnEffect func(Effect)
 	// Now is the clock for signatures. Default time.Now.
 	Now func() time.Time
 	// Logger; nil: none.
@@ -118,6 +118,16 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("receiver: delay, retry-after and signature tolerance cannot be negative"))
 	}
 	return errors.Join(errs...)
+}
+
+// Effect is one applied effect, as OnEffect sees it: the request's
+// idempotency key, body, and the sender's fence and attempt headers (who
+// sent it, for telling a zombie's effect from its successor's).
+type Effect struct {
+	Key     string
+	Payload []byte
+	Fence   string // httpsink.HeaderFence, "<generation>/<partition>"
+	Attempt string // httpsink.HeaderAttempt
 }
 
 // Stats is a snapshot of the receiver's counters.
@@ -294,7 +304,7 @@ func (r *Receiver) serveDelivery(w http.ResponseWriter, req *http.Request) {
 	if r.cfg.Delay > 0 {
 		time.Sleep(r.cfg.Delay)
 	}
-	drop := r.apply(key, hash, body)
+	drop := r.apply(Effect{Key: key, Payload: body, Fence: req.Header.Get(httpsink.HeaderFence), Attempt: req.Header.Get(httpsink.HeaderAttempt)}, hash)
 	if drop {
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			conn.Close()
@@ -371,7 +381,8 @@ func (r *Receiver) checkFenceLocked(fence string) {
 
 // apply applies the effect of an admitted key once and reports whether
 // the answer is to be dropped.
-func (r *Receiver) apply(key string, hash [sha256.Size]byte, body []byte) (drop bool) {
+func (r *Receiver) apply(eff Effect, hash [sha256.Size]byte) (drop bool) {
+	key := eff.Key
 	r.mu.Lock()
 	e := r.mu.keys[key]
 	e.busy, e.applied = false, true
@@ -396,7 +407,7 @@ func (r *Receiver) apply(key string, hash [sha256.Size]byte, body []byte) (drop 
 	r.mu.stats.Answers[answer]++
 	r.mu.Unlock()
 	if r.cfg.OnEffect != nil {
-		r.cfg.OnEffect(key, body)
+		r.cfg.OnEffect(eff)
 	}
 	return drop
 }

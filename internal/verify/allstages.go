@@ -18,6 +18,9 @@ import (
 type Effect struct {
 	Key     string
 	Payload []byte
+	// Sender says who sent it (the runner's fence, the attempt), for the
+	// examples of an effect applied twice. Optional.
+	Sender string
 }
 
 // AllStagesOutputs is what the allstages topology wrote, read back
@@ -264,10 +267,13 @@ func checkTicks(rep *AllStagesReport, recs []Record, tally map[int32]int64) map[
 // idempotency key.
 func checkEffects(effects []Effect, lines []allstages.Line, wall map[string]int) (lineD, tickD Diff, keyViolations int) {
 	keys := map[string]int{}
+	senders := map[string][]string{}
 	gotLines := map[allstages.Line]int{}
+	lineKeys := map[allstages.Line][]string{}
 	gotTicks := map[string]int{}
 	for _, e := range effects {
 		keys[e.Key]++
+		senders[e.Key] = append(senders[e.Key], e.Sender)
 		if keys[e.Key] > 1 {
 			keyViolations++
 		}
@@ -283,6 +289,7 @@ func checkEffects(effects []Effect, lines []allstages.Line, wall map[string]int)
 				continue
 			}
 			gotLines[l]++
+			lineKeys[l] = append(lineKeys[l], e.Key)
 			lineD.Seen++
 		}
 	}
@@ -296,7 +303,11 @@ func checkEffects(effects []Effect, lines []allstages.Line, wall map[string]int)
 			lineD.example("%s#%d missing", l.EventID, l.Index)
 		case c > 1:
 			lineD.Doubled += c - 1
-			lineD.example("%s#%d applied %d times", l.EventID, l.Index, c)
+			var by []string
+			for _, k := range slices.Compact(slices.Sorted(slices.Values(lineKeys[l]))) {
+				by = append(by, fmt.Sprintf("%s by %v", k, senders[k]))
+			}
+			lineD.example("%s#%d applied %d times: %s", l.EventID, l.Index, c, strings.Join(by, "; "))
 		}
 	}
 	for l, c := range gotLines {
