@@ -17,13 +17,14 @@ test:
 # dependencies to the requirements every user of the library resolves. Its
 # checks are listed, with reasons, in staticcheck.conf. The import rules
 # (which layer may import which) are a test, internal/archtest. The kafka
-# build tag brings the real-Kafka tests into vet and staticcheck.
+# build tag brings the real-Kafka tests into vet and staticcheck, the chaos
+# tag the allstages chaos test (internal/chaos, run with -tags chaos).
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags kafka,kafkasecure ./...
-	$(STATICCHECK) -tags kafka,kafkasecure ./...
+	$(GO) vet -tags kafka,kafkasecure,chaos ./...
+	$(STATICCHECK) -tags kafka,kafkasecure,chaos ./...
 	$(GO) test -count=1 ./internal/archtest
 	cd deploy/kubernetes && $(GO) vet ./... && $(STATICCHECK) ./...
 
@@ -132,7 +133,10 @@ test-cluster:
 	@scripts/with-cluster.sh scripts/test-kafka.sh -run '$(CLUSTER_TESTS)' -v ./internal/engine/
 
 # ci-cluster: both on one cluster (what .ci/run runs): the tests, then a
-# 3-minute chaos run.
+# 3-minute chaos run of the orders topology, then one of the allstages
+# topology (every kind of stage, sinks delivered to a receiver that is not
+# idempotent, operator commands among the faults) at 500 events/s.
 CI_CHAOS_DURATION ?= 180s
+CI_ALLSTAGES_DURATION ?= 180s
 ci-cluster: build
-	@scripts/with-cluster.sh sh -c 'scripts/test-kafka.sh -run '"'"'$(CLUSTER_TESTS)'"'"' ./internal/engine/ && bin/onceflow chaos --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CI_CHAOS_DURATION) $(CHAOS_ARGS)'
+	@scripts/with-cluster.sh sh -c 'scripts/test-kafka.sh -run '"'"'$(CLUSTER_TESTS)'"'"' ./internal/engine/ && bin/onceflow chaos --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CI_CHAOS_DURATION) $(CHAOS_ARGS) && bin/onceflow chaos --topology allstages --rate 500 --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CI_ALLSTAGES_DURATION) $(CHAOS_ARGS)'

@@ -250,11 +250,13 @@ func (r *runner) checkAllStages(ctx context.Context, truth gen.AllStagesTruth) (
 // how many commands it wrote. A command for a key is not written again
 // within a minute of the last one.
 func (r *runner) operate(ctx context.Context) error {
-	_, err := r.operatorCommands(ctx)
+	_, err := r.operatorCommands(ctx, -1)
 	return err
 }
 
-func (r *runner) operatorCommands(ctx context.Context) (int, error) {
+// operatorCommands writes the commands of operate, at most limit of them
+// (negative: no limit), and returns how many it wrote.
+func (r *runner) operatorCommands(ctx context.Context, limit int) (int, error) {
 	octx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	n := 0
@@ -266,6 +268,9 @@ func (r *runner) operatorCommands(ctx context.Context) (int, error) {
 			continue
 		}
 		for _, d := range unknown {
+			if n == limit {
+				return n, nil
+			}
 			if !r.commandDue(sink, d.Key) {
 				continue
 			}
@@ -288,6 +293,9 @@ func (r *runner) operatorCommands(ctx context.Context) (int, error) {
 			continue
 		}
 		for _, d := range dead {
+			if n == limit {
+				return n, nil
+			}
 			if !r.commandDue(sink, d.Key) {
 				continue
 			}
@@ -318,11 +326,17 @@ func (r *runner) commandDue(sink, key string) bool {
 	return true
 }
 
-// operatorFault writes the operator's commands for what is parked now and
-// SIGKILLs a replica right after (the runner applying a command may be
-// the one killed), starting it again after up to 2 s.
+// operatorFaultCommands bounds the commands of one operator-command fault,
+// so that the kill follows them within a second or two (each command
+// reads the ledger).
+const operatorFaultCommands = 10
+
+// operatorFault writes the operator's commands for what is parked now (at
+// most operatorFaultCommands) and SIGKILLs a replica right after (the
+// runner applying a command may be the one killed), starting it again
+// after up to 2 s.
 func (r *runner) operatorFault(ctx context.Context, f *Fault) error {
-	n, err := r.operatorCommands(ctx)
+	n, err := r.operatorCommands(ctx, operatorFaultCommands)
 	if err != nil {
 		return err
 	}

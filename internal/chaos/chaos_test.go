@@ -124,6 +124,9 @@ func TestConfigValidate(t *testing.T) {
 		{"request faults without the embedded broker", chaos.Config{Brokers: []string{"a:1"}, Faults: []string{"request-fault", "network"}},
 			[]string{"request-fault needs the embedded broker"}},
 		{"intervals", chaos.Config{Embedded: true, MinInterval: 5 * time.Second, MaxInterval: time.Second}, []string{"maximum interval"}},
+		{"allstages with operator commands", chaos.Config{Embedded: true, Topology: chaos.TopologyAllStages, Faults: []string{"operator-command"}}, nil},
+		{"operator commands need allstages", chaos.Config{Embedded: true, Topology: "pageviews", Faults: []string{"operator-command"}},
+			[]string{`unknown topology "pageviews"`, "operator-command needs the allstages topology"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()

@@ -126,7 +126,8 @@ func (r *runner) nextAim() string {
 // killBroker kills a broker with SIGKILL and starts it again on its data
 // after 2 to 10 s. Of every three broker kills, one aims at the
 // transaction coordinator of a replica's transactional id, one at the
-// group's coordinator, one at any broker.
+// group's coordinator (with allstages, every other time the sink runners'
+// group's), one at any broker.
 func (r *runner) killBroker(ctx context.Context, f *Fault) error {
 	node := int32(1 + r.rnd.IntN(r.cluster.nodes))
 	role := "a broker chosen at random"
@@ -141,11 +142,16 @@ func (r *runner) killBroker(ctx context.Context, f *Fault) error {
 		node, role = coord, "the transaction coordinator of "+txnID
 		r.res.CoordinatorKills++
 	case aimGroupCoordinator:
-		coord, err := groupCoordinator(ctx, r.adm, r.app)
+		// With allstages, every other one aims at the sink runners' group.
+		group := r.app
+		if r.cfg.Topology == TopologyAllStages && r.res.GroupCoordinatorKills%2 == 1 {
+			group = r.app + "-sinks"
+		}
+		coord, err := groupCoordinator(ctx, r.adm, group)
 		if err != nil {
 			return err
 		}
-		node, role = coord, "the coordinator of group "+r.app
+		node, role = coord, "the coordinator of group "+group
 		r.res.GroupCoordinatorKills++
 	}
 	if err := r.cluster.kill(ctx, node); err != nil {

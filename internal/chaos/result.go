@@ -28,7 +28,8 @@ type Result struct {
 	BrokerKills   int `json:"broker_kills"`
 	// CoordinatorKills counts broker kills aimed at the transaction
 	// coordinator of a replica's transactional id; GroupCoordinatorKills
-	// those aimed at the group's coordinator. Either broker may lead
+	// those aimed at the group's coordinator (with allstages, every
+	// other one at the sink runners' group's). Either broker may lead
 	// other things too.
 	CoordinatorKills      int `json:"coordinator_kills"`
 	GroupCoordinatorKills int `json:"group_coordinator_kills"`
