@@ -280,6 +280,8 @@ func (r *runner) operatorCommands(ctx context.Context, limit int) (int, error) {
 			}
 			if _, err := sinkadmin.Resolve(octx, r.brokers, r.app, sink, d.Key, as); err != nil {
 				if errors.Is(err, sinkadmin.ErrState) || errors.Is(err, sinkadmin.ErrNotFound) {
+					r.res.CommandsRefused++
+					r.cfg.Logger.Info("resolve refused", "sink", sink, "key", d.Key, "error", err)
 					continue
 				}
 				return n, fmt.Errorf("chaos: resolve %s: %w", d.Key, err)
@@ -301,6 +303,7 @@ func (r *runner) operatorCommands(ctx context.Context, limit int) (int, error) {
 			}
 			if _, err := sinkadmin.Redrive(octx, r.brokers, r.app, sink, d.Key); err != nil {
 				if errors.Is(err, sinkadmin.ErrState) || errors.Is(err, sinkadmin.ErrNotFound) {
+					r.res.CommandsRefused++ // a dead letter redriven before, mostly
 					continue
 				}
 				return n, fmt.Errorf("chaos: redrive %s: %w", d.Key, err)

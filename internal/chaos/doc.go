@@ -21,7 +21,18 @@
 //     a hang (delivered late once healed) or resets;
 //   - request-fault (embedded only): the broker answers a replica's
 //     Produce, EndTxn or TxnOffsetCommit requests with errors, or late
-//     (kfake's control hooks).
+//     (kfake's control hooks);
+//   - operator-command (allstages only): resolve the deliveries parked as
+//     unknown and redrive the dead letters, then SIGKILL a replica.
+//
+// With Topology allstages (allstages.go) the replicas run
+// examples/allstages instead, every kind of stage, with their sink runners
+// delivering to a receiver in this process that is not idempotent
+// (package receiver): a key applied twice is a violation. The input is
+// planned by package gen with its truth; closing records end every window
+// once the input is consumed; the run then settles what is parked as an
+// operator would and checks outputs, windows, rejections, ticks and every
+// effect with verify.CheckAllStages.
 //
 // At the end it waits (bounded) until all input is committed, reads the
 // topics read_committed and checks them against the truth with package

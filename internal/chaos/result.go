@@ -77,6 +77,10 @@ type Result struct {
 	OperatorFaults int `json:"operator_faults"`
 	Resolved       int `json:"resolved"`
 	Redriven       int `json:"redriven"`
+	// CommandsRefused counts the commands sinkadmin refused (the
+	// delivery not found, or not in a state the command allows: a dead
+	// letter redriven before).
+	CommandsRefused int `json:"commands_refused"`
 
 	// Topology is the topology the replicas ran.
 	Topology string `json:"topology"`
@@ -140,7 +144,8 @@ func (r Result) String() string {
 		fmt.Fprintf(&b, "  tick-hook effects         %s\n", a.TickEffects)
 		fmt.Fprintf(&b, "  receiver (not idempotent) %d requests, %d effects, %d violations (a key applied twice), answers %v\n",
 			r.Receiver.Requests, r.Receiver.Effects, r.Receiver.Violations, r.Receiver.Answers)
-		fmt.Fprintf(&b, "  operator commands         %d resolved, %d redriven; %d operator faults (commands, then SIGKILL)\n", r.Resolved, r.Redriven, r.OperatorFaults)
+		fmt.Fprintf(&b, "  operator commands         %d resolved, %d redriven, %d refused; %d operator faults (commands, then SIGKILL)\n",
+			r.Resolved, r.Redriven, r.CommandsRefused, r.OperatorFaults)
 		for _, s := range r.Sinks {
 			fmt.Fprintf(&b, "  ledger %-18s %d deliveries %v\n", s.Sink, s.Deliveries, s.States)
 		}

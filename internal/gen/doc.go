@@ -16,4 +16,9 @@
 //
 // Produce writes with franz-go's idempotent producer (acks=all), batched,
 // independent of the engine's client.
+//
+// The examples have generators of their own, each with its truth: orders
+// (PlanOrders, ProduceOrders), pageviews, and allstages (PlanAllStages,
+// ProduceAllStages, SimulateAllStages: every output, window, rejection and
+// sink effect of examples/allstages).
 package gen

@@ -23,4 +23,10 @@
 // (missing), how many extra copies exist (duplicates: an input with three
 // outputs counts two), and how many outputs cannot be traced to an input of
 // the input topic with the same value (unexpected). Match is the pure part.
+//
+// # The allstages topology
+//
+// CheckAllStages compares what examples/allstages wrote, and the effects
+// its sinks had at a receiver, with the truth of package gen (see
+// allstages.go).
 package verify
