@@ -135,8 +135,9 @@ test-cluster:
 # ci-cluster: both on one cluster (what .ci/run runs): the tests, then a
 # 3-minute chaos run of the orders topology, then one of the allstages
 # topology (every kind of stage, sinks delivered to a receiver that is not
-# idempotent, operator commands among the faults) at 500 events/s.
+# idempotent, operator commands among the faults) at 200 events/s (each
+# event makes about ten outputs, windows and deliveries).
 CI_CHAOS_DURATION ?= 180s
 CI_ALLSTAGES_DURATION ?= 180s
 ci-cluster: build
-	@scripts/with-cluster.sh sh -c 'scripts/test-kafka.sh -run '"'"'$(CLUSTER_TESTS)'"'"' ./internal/engine/ && bin/onceflow chaos --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CI_CHAOS_DURATION) $(CHAOS_ARGS) && bin/onceflow chaos --topology allstages --rate 500 --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CI_ALLSTAGES_DURATION) $(CHAOS_ARGS)'
+	@scripts/with-cluster.sh sh -c 'scripts/test-kafka.sh -run '"'"'$(CLUSTER_TESTS)'"'"' ./internal/engine/ && bin/onceflow chaos --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CI_CHAOS_DURATION) $(CHAOS_ARGS) && bin/onceflow chaos --topology allstages --rate 200 --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CI_ALLSTAGES_DURATION) $(CHAOS_ARGS)'

@@ -25,7 +25,7 @@ import (
 func TestTopologyMatchesTheTruth(t *testing.T) {
 	const parts = 6
 	wall := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	plan, err := gen.PlanAllStages(gen.AllStagesConfig{Events: 1500, Partitions: parts, Seed: 7, Start: wall.Add(-30 * time.Minute), Rate: 200})
+	plan, err := gen.PlanAllStages(gen.AllStagesConfig{Events: 800, Partitions: parts, Seed: 7, Start: wall.Add(-30 * time.Minute), Rate: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
