@@ -169,10 +169,17 @@ func (r *runner) runAllStages(ctx context.Context) error {
 		if err := r.restartExited(); err != nil {
 			return err
 		}
-		if rep, err = r.checkAllStages(ctx, truth); err != nil {
+		rep, err = r.checkAllStages(ctx, truth)
+		if err != nil && ctx.Err() != nil {
 			return err
 		}
-		if rep.Complete() && r.settled(ctx) || time.Now().After(deadline) {
+		if err != nil {
+			// Read again at the next pass (a broker slow to answer).
+			r.cfg.Logger.Warn("reading the outputs failed; trying again", "error", err)
+		} else if rep.Complete() && r.settled(ctx) {
+			break
+		}
+		if time.Now().After(deadline) {
 			break
 		}
 		if err := r.operate(ctx); err != nil {
@@ -255,17 +262,21 @@ func (r *runner) operate(ctx context.Context) error {
 }
 
 // operatorCommands writes the commands of operate, at most limit of them
-// (negative: no limit), and returns how many it wrote.
+// (negative: no limit), and returns how many it wrote. A listing or a
+// command that fails (a broker down, a deadline under load) is logged and
+// left for the next pass, as an operator would try again.
 func (r *runner) operatorCommands(ctx context.Context, limit int) (int, error) {
-	octx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
 	n := 0
 	for _, sink := range allStagesSinks {
-		// A sink with no ledger or dead letter yet has nothing to list.
-		unknown, err := sinkadmin.Unknown(octx, r.brokers, r.app, sink)
+		var unknown []sinkadmin.Delivery
+		var dead []sinkadmin.DeadLetter
+		err := r.admin(ctx, func(ctx context.Context) (err error) {
+			unknown, err = sinkadmin.Unknown(ctx, r.brokers, r.app, sink)
+			return err
+		})
 		if err != nil {
+			// A sink with no ledger yet has nothing to list either.
 			r.cfg.Logger.Debug("list unknown deliveries failed", "sink", sink, "error", err)
-			continue
 		}
 		for _, d := range unknown {
 			if n == limit {
@@ -278,21 +289,30 @@ func (r *runner) operatorCommands(ctx context.Context, limit int) (int, error) {
 			if r.hook.recv.Effects(d.Key) > 0 {
 				as = "succeeded"
 			}
-			if _, err := sinkadmin.Resolve(octx, r.brokers, r.app, sink, d.Key, as); err != nil {
-				if errors.Is(err, sinkadmin.ErrState) || errors.Is(err, sinkadmin.ErrNotFound) {
-					r.res.CommandsRefused++
-					r.cfg.Logger.Info("resolve refused", "sink", sink, "key", d.Key, "error", err)
-					continue
-				}
-				return n, fmt.Errorf("chaos: resolve %s: %w", d.Key, err)
+			err := r.admin(ctx, func(ctx context.Context) error {
+				_, err := sinkadmin.Resolve(ctx, r.brokers, r.app, sink, d.Key, as)
+				return err
+			})
+			switch {
+			case err == nil:
+				n++
+				r.res.Resolved++
+			case errors.Is(err, sinkadmin.ErrState) || errors.Is(err, sinkadmin.ErrNotFound):
+				r.res.CommandsRefused++
+				r.cfg.Logger.Info("resolve refused", "sink", sink, "key", d.Key, "error", err)
+			case ctx.Err() != nil:
+				return n, ctx.Err()
+			default:
+				r.forget(sink, d.Key)
+				r.cfg.Logger.Warn("resolve failed; trying again later", "sink", sink, "key", d.Key, "error", err)
 			}
-			n++
-			r.res.Resolved++
 		}
-		dead, err := sinkadmin.DeadLetters(octx, r.brokers, r.app, sink)
+		err = r.admin(ctx, func(ctx context.Context) (err error) {
+			dead, err = sinkadmin.DeadLetters(ctx, r.brokers, r.app, sink)
+			return err
+		})
 		if err != nil {
 			r.cfg.Logger.Debug("list dead letters failed", "sink", sink, "error", err)
-			continue
 		}
 		for _, d := range dead {
 			if n == limit {
@@ -301,18 +321,37 @@ func (r *runner) operatorCommands(ctx context.Context, limit int) (int, error) {
 			if !r.commandDue(sink, d.Key) {
 				continue
 			}
-			if _, err := sinkadmin.Redrive(octx, r.brokers, r.app, sink, d.Key); err != nil {
-				if errors.Is(err, sinkadmin.ErrState) || errors.Is(err, sinkadmin.ErrNotFound) {
-					r.res.CommandsRefused++ // a dead letter redriven before, mostly
-					continue
-				}
-				return n, fmt.Errorf("chaos: redrive %s: %w", d.Key, err)
+			err := r.admin(ctx, func(ctx context.Context) error {
+				_, err := sinkadmin.Redrive(ctx, r.brokers, r.app, sink, d.Key)
+				return err
+			})
+			switch {
+			case err == nil:
+				n++
+				r.res.Redriven++
+			case errors.Is(err, sinkadmin.ErrState) || errors.Is(err, sinkadmin.ErrNotFound):
+				r.res.CommandsRefused++ // a dead letter redriven before, mostly
+			case ctx.Err() != nil:
+				return n, ctx.Err()
+			default:
+				r.forget(sink, d.Key)
+				r.cfg.Logger.Warn("redrive failed; trying again later", "sink", sink, "key", d.Key, "error", err)
 			}
-			n++
-			r.res.Redriven++
 		}
 	}
 	return n, nil
+}
+
+// admin runs one sinkadmin call with a deadline of its own.
+func (r *runner) admin(ctx context.Context, fn func(context.Context) error) error {
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return fn(actx)
+}
+
+// forget drops the note of a command that was not written.
+func (r *runner) forget(sink, key string) {
+	delete(r.commanded, sink+"\x00"+key)
 }
 
 // commandDue reports whether a command for sink's key may be written now
