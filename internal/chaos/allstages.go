@@ -303,8 +303,10 @@ func (r *runner) operatorCommands(ctx context.Context, limit int) (int, error) {
 			case ctx.Err() != nil:
 				return n, ctx.Err()
 			default:
+				// The next pass tries again; so do the keys after it.
 				r.forget(sink, d.Key)
-				r.cfg.Logger.Warn("resolve failed; trying again later", "sink", sink, "key", d.Key, "error", err)
+				r.cfg.Logger.Warn("resolve failed; trying again at the next pass", "sink", sink, "key", d.Key, "error", err)
+				return n, nil
 			}
 		}
 		err = r.admin(ctx, func(ctx context.Context) (err error) {
@@ -335,7 +337,8 @@ func (r *runner) operatorCommands(ctx context.Context, limit int) (int, error) {
 				return n, ctx.Err()
 			default:
 				r.forget(sink, d.Key)
-				r.cfg.Logger.Warn("redrive failed; trying again later", "sink", sink, "key", d.Key, "error", err)
+				r.cfg.Logger.Warn("redrive failed; trying again at the next pass", "sink", sink, "key", d.Key, "error", err)
+				return n, nil
 			}
 		}
 	}
