@@ -2,6 +2,7 @@ package sinkrunner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -212,6 +213,19 @@ func (ss *session) lost(err error) {
 	ss.end()
 }
 
+// fenced ends the session at once: a downstream refused a delivery
+// because it saw a higher fence for the partition, so another runner owns
+// it. Nothing is written to the ledger for the delivery: an entry written
+// now could land after the owner's and undo it.
+func (ss *session) fenced(p *partition, key string, err error) {
+	if ss.ctx.Err() == nil {
+		ss.r.log.Warn("a sink refused this runner's fence: another runner owns the partition; stopping deliveries and joining again",
+			"sink", p.sink.name, "key", key, "fence", p.fence, "error", err)
+	}
+	ss.cancel()
+	ss.end()
+}
+
 // commit commits, per partition, the offset after the last record below
 // which every delivery is settled, when it moved.
 func (ss *session) commit() error {
@@ -278,7 +292,7 @@ type item struct {
 
 func newPartition(ss *session, sk *sink, p int32, gen int32) *partition {
 	c := ss.r.cfg.Sinks
-	pt := &partition{ss: ss, sink: sk, part: p, fence: sinks.Fence{Generation: gen, Partition: p},
+	pt := &partition{ss: ss, sink: sk, part: p, fence: sinks.Fence{Generation: int64(gen), Partition: p},
 		slots: make(chan struct{}, c.Parallelism), room: make(chan struct{}, c.MaxBuffered)}
 	pt.mu.keys = map[string][]*item{}
 	pt.mu.next, pt.mu.committed = -1, -1
@@ -486,6 +500,10 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 			return true
 		}
 		r.progress.touch(now)
+		if errors.Is(derr, sinks.ErrFenced) {
+			p.ss.fenced(p, key, derr)
+			return false // nothing applied, nothing recorded: the partition's owner delivers it
+		}
 		class, retryAfter := sinks.Classify(derr)
 		wait := r.backoff(e.Attempts, retryAfter)
 		exhausted := e.Attempts >= r.cfg.Sinks.MaxAttempts || now.Add(wait).Sub(first) > r.cfg.Sinks.MaxElapsed
