@@ -60,11 +60,19 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 			}
 			ss.unk[sk.name] += n
 			r.m.unknown.WithLabelValues(sk.name).Add(float64(n))
-			ss.parts[topic][p] = newPartition(ss, sk, p, gen)
+			fence, err := r.ledgers.fence(ss.ctx, sk.ledger, p)
+			if err != nil {
+				return nil, fmt.Errorf("sinkrunner: record the fence of %s/%d: %w", topic, p, err)
+			}
+			ss.parts[topic][p] = newPartition(ss, sk, p, fence)
 		}
 	}
-	if err := ss.prove(); kafka.IsMembershipLost(err) {
-		return nil, fmt.Errorf("sinkrunner: the group took the partitions back during the ledger restore: %w", err)
+	// The fences are in the changelogs; a heartbeat sent after them must
+	// be accepted before the first attempt. A later owner joins a later
+	// generation, after that heartbeat, so it records its fences after
+	// these and gets higher ones.
+	if err := ss.proveFences(); err != nil {
+		return nil, err
 	}
 	r.log.Info("delivering", "generation", gen, "claims", s.Claims())
 	ss.in = make(chan kafka.Batch, 16)
@@ -173,6 +181,27 @@ func (ss *session) prove() error {
 		ss.provenAt(sent)
 	}
 	return err
+}
+
+// proveFences sends heartbeats until one is accepted, for at most half
+// the session timeout (after which no attempt could start anyway).
+func (ss *session) proveFences() error {
+	deadline := time.Now().Add(ss.sessionTimeout() / 2)
+	for {
+		err := ss.prove()
+		switch {
+		case err == nil:
+			return nil
+		case kafka.IsMembershipLost(err):
+			return fmt.Errorf("sinkrunner: the group took the partitions back during the ledger restore: %w", err)
+		case ss.ctx.Err() != nil || time.Now().After(deadline):
+			return fmt.Errorf("sinkrunner: no heartbeat accepted after recording the fences: %w", err)
+		}
+		ss.r.log.Debug("heartbeat after recording the fences", "error", err)
+		if ss.r.cfg.Sleep(ss.ctx, 100*time.Millisecond) != nil {
+			return fmt.Errorf("sinkrunner: no heartbeat accepted after recording the fences: %w", err)
+		}
+	}
 }
 
 // provenAt records a proof of the generation sent at sent (since start).
@@ -290,9 +319,9 @@ type item struct {
 	settled bool
 }
 
-func newPartition(ss *session, sk *sink, p int32, gen int32) *partition {
+func newPartition(ss *session, sk *sink, p int32, fence int64) *partition {
 	c := ss.r.cfg.Sinks
-	pt := &partition{ss: ss, sink: sk, part: p, fence: sinks.Fence{Generation: int64(gen), Partition: p},
+	pt := &partition{ss: ss, sink: sk, part: p, fence: sinks.Fence{Generation: fence, Partition: p},
 		slots: make(chan struct{}, c.Parallelism), room: make(chan struct{}, c.MaxBuffered)}
 	pt.mu.keys = map[string][]*item{}
 	pt.mu.next, pt.mu.committed = -1, -1

@@ -39,8 +39,18 @@ type write struct {
 	key       string
 	entry     Entry
 	dlq       *kafka.Message
-	done      chan error
+	// fence: the write is the fence record (see fence), not an entry.
+	fence bool
+	// offset is, once done, the changelog offset after the batch's
+	// last record of the partition.
+	offset int64
+	done   chan error
 }
+
+// fenceKey keys the fence record of a ledger partition. No idempotency
+// key starts with a NUL byte; the record is a tombstone, so it leaves
+// nothing in the ledger.
+const fenceKey = "\x00onceflow-fence"
 
 func task(p int32) statestore.Task { return statestore.Task{Partition: p} }
 
@@ -75,6 +85,20 @@ func (l *ledgers) put(ctx context.Context, w *write) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// fence records in a ledger partition's changelog that this runner is
+// taking the partition, and returns the changelog offset after that
+// record: the generation of the fence of the runner's deliveries from the
+// partition (sinks.Fence). Offsets of one partition only rise, whatever
+// happens to the group, so a later owner's fence, recorded after this
+// one, is higher.
+func (l *ledgers) fence(ctx context.Context, store string, p int32) (int64, error) {
+	w := &write{ledger: store, partition: p, key: fenceKey, fence: true}
+	if err := l.put(ctx, w); err != nil {
+		return 0, err
+	}
+	return w.offset, nil
 }
 
 // close stops the writer once the writes queued are done.
@@ -134,7 +158,11 @@ func (l *ledgers) apply(batch []*write) error {
 		if w.dlq != nil {
 			l.p.Send(w.dlq)
 		}
-		l.p.Send(&kafka.Message{Topic: w.ledger, Partition: w.partition, Key: []byte(w.key), Value: EncodeEntry(w.entry), Track: true})
+		var value []byte
+		if !w.fence {
+			value = EncodeEntry(w.entry)
+		}
+		l.p.Send(&kafka.Message{Topic: w.ledger, Partition: w.partition, Key: []byte(w.key), Value: value, Track: true})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
@@ -148,10 +176,14 @@ func (l *ledgers) apply(batch []*write) error {
 		defer txn.Discard()
 		applied := map[statestore.StoreTask]int64{}
 		for _, w := range batch {
+			w.offset = offsets[w.ledger][w.partition]
+			applied[statestore.StoreTask{Store: w.ledger, Task: task(w.partition)}] = w.offset
+			if w.fence {
+				continue
+			}
 			if err = txn.Put(w.ledger, task(w.partition), []byte(w.key), EncodeEntry(w.entry)); err != nil {
 				break
 			}
-			applied[statestore.StoreTask{Store: w.ledger, Task: task(w.partition)}] = offsets[w.ledger][w.partition]
 		}
 		if err == nil {
 			err = txn.Apply(applied)
