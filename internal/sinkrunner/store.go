@@ -174,16 +174,20 @@ func (l *ledgers) apply(batch []*write) error {
 	if err == nil {
 		txn := l.db.Begin()
 		defer txn.Discard()
-		applied := map[statestore.StoreTask]int64{}
+		sent := map[statestore.StoreTask]int64{}
 		for _, w := range batch {
 			w.offset = offsets[w.ledger][w.partition]
-			applied[statestore.StoreTask{Store: w.ledger, Task: task(w.partition)}] = w.offset
+			sent[statestore.StoreTask{Store: w.ledger, Task: task(w.partition)}]++
 			if w.fence {
 				continue
 			}
 			if err = txn.Put(w.ledger, task(w.partition), []byte(w.key), EncodeEntry(w.entry)); err != nil {
 				break
 			}
+		}
+		var applied map[statestore.StoreTask]int64
+		if err == nil {
+			applied, err = l.positions(sent, offsets)
 		}
 		if err == nil {
 			err = txn.Apply(applied)
@@ -193,6 +197,34 @@ func (l *ledgers) apply(batch []*write) error {
 		return l.fail(err)
 	}
 	return nil
+}
+
+// positions returns the changelog position to record per ledger
+// partition after a batch that sent n records to it and whose last one
+// ended before after. It is after when the batch's records directly
+// follow the recorded position, as when this runner is the partition's
+// only writer. Otherwise another runner wrote in between (this one lost
+// the partition and wrote once more, as a zombie, after the new owner
+// had written), and the position stays where it was, so the next restore
+// reads the other runner's entries, this batch's again after them.
+func (l *ledgers) positions(sent map[statestore.StoreTask]int64, offsets map[string]map[int32]int64) (map[statestore.StoreTask]int64, error) {
+	pos := make(map[statestore.StoreTask]int64, len(sent))
+	for st, n := range sent {
+		prev, ok, err := l.db.Offset(st.Store, st.Task)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			prev = 0 // restore reads such a partition from its start
+		}
+		after := offsets[st.Store][st.Task.Partition]
+		if after-n == prev {
+			pos[st] = after
+		} else {
+			pos[st] = prev
+		}
+	}
+	return pos, nil
 }
 
 // fail makes the writer unusable after a failed write: which of its
