@@ -20,9 +20,9 @@
 // permanent error wrapping sinks.ErrFenced, nothing written; a lower one
 // stored is first raised in a short transaction of its own, which waits
 // for the deliveries holding the share lock. So once the new owner's
-// first delivery began, no delivery of a zombie commits. Call CreateTable
-// at every start: a keys table created by an earlier release has no fence
-// table beside it.
+// first delivery began, no delivery of a zombie commits. A keys table
+// created by an earlier release has no fence table beside it: CreateTable
+// creates it, or else the first delivery does.
 //
 // Errors are classified for the runner: anything before COMMIT rolls the
 // transaction back, so it is transient (PostgreSQL errors are classified

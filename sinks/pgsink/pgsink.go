@@ -98,8 +98,8 @@ func New(cfg Config) (*Sink, error) {
 func (s *Sink) Idempotent() bool { return true }
 
 // CreateTable creates the keys table and the fence table where they do
-// not exist. Call it at every start: a release that kept no fences
-// created the keys table only.
+// not exist. (A release that kept no fences created the keys table only;
+// a delivery that finds no fence table calls CreateTable itself.)
 func (s *Sink) CreateTable(ctx context.Context) error {
 	tx, err := s.cfg.DB.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
@@ -141,11 +141,21 @@ func (s *Sink) CreateTable(ctx context.Context) error {
 // delivery's partition; it is raised in a transaction of its own first.
 var errRaise = errors.New("pgsink: the fence is to be raised")
 
+// errNoFenceTable: the fence table does not exist (a keys table created
+// by a release that kept no fences, and CreateTable not called since).
+var errNoFenceTable = errors.New("pgsink: no fence table")
+
 // Deliver checks d's fence, records d's key and applies the effect in one
 // transaction, or does nothing when the key committed before with the
 // same payload. See the package doc for how errors are classified.
 func (s *Sink) Deliver(ctx context.Context, d sinks.Delivery) error {
 	err := s.deliver(ctx, d)
+	if errors.Is(err, errNoFenceTable) {
+		if err := s.CreateTable(ctx); err != nil {
+			return beforeCommit("create the missing fence table", err)
+		}
+		err = s.deliver(ctx, d)
+	}
 	if !errors.Is(err, errRaise) {
 		return err
 	}
@@ -205,6 +215,9 @@ func (s *Sink) checkFence(ctx context.Context, tx pgx.Tx, d sinks.Delivery) erro
 	case errors.Is(err, pgx.ErrNoRows):
 		return errRaise
 	case err != nil:
+		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "42P01" {
+			return fmt.Errorf("%w %s: %w", errNoFenceTable, s.fences, err)
+		}
 		return beforeCommit("read fence", err)
 	case high > d.Fence.Generation:
 		return sinks.PermanentError(fmt.Errorf("pgsink: %w: sink %q fence %s is below %d", sinks.ErrFenced, d.Sink, d.Fence, high))

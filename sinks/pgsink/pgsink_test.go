@@ -336,6 +336,26 @@ func TestFenceOrdersOwners(t *testing.T) {
 	}
 }
 
+// TestFenceTableMissing: a keys table made by a release that kept no
+// fences, and no CreateTable since: the first delivery creates the fence
+// table rather than failing (an undefined table is permanent).
+func TestFenceTableMissing(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `DROP TABLE `+f.keys+`_fences`); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sink.Deliver(ctx, fenced("k1", 4, 0)); err != nil {
+		t.Fatalf("deliver without a fence table: %v", err)
+	}
+	if err := f.sink.Deliver(ctx, fenced("k2", 3, 0)); !errors.Is(err, sinks.ErrFenced) {
+		t.Errorf("a lower fence after the table was created: %v, want ErrFenced", err)
+	}
+	if rows := f.count(t, f.rows); rows != 1 {
+		t.Errorf("%d rows, want 1", rows)
+	}
+}
+
 // TestUnknownCommitOutcome: a COMMIT without an answer is unknown; the
 // sink is idempotent, so the runner re-sends the same key, which applies
 // it once whether the first COMMIT took or not.
