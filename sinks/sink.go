@@ -101,7 +101,8 @@ type Sink interface {
 	Deliver(ctx context.Context, d Delivery) error
 }
 
-// Func adapts a function to a Sink.
+// Func adapts a function to a Sink. A Func is not Idempotent, so it must
+// check the fence where its effect is applied (see FenceGuard).
 type Func func(ctx context.Context, d Delivery) error
 
 // Deliver calls f.
