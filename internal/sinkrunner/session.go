@@ -513,6 +513,14 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 			<-p.slots
 			return false // nothing went out
 		}
+		if !sk.idempotent && !p.ss.live() {
+			// The mark took long enough for the group to give the
+			// partition away: the next owner may not have seen it. It
+			// stays in the ledger (parked as unknown where it is read),
+			// and nothing goes out.
+			<-p.slots
+			return false
+		}
 		d.Attempt = e.Attempts
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Sinks.AttemptTimeout)
 		start := time.Now()
