@@ -48,7 +48,7 @@
 //	onceflow_hanging_transactions_total      checks that found the transactional id's transaction open past its timeout + 30 s
 //	onceflow_hanging_transaction_recoveries_total  producers created again to abort a hanging transaction
 //	onceflow_state_bytes{store,task}         bytes of a store of a task in the local state (every 30 s)
-//	onceflow_state_disk_bytes                bytes of the state's files (tables, log, manifest)
+//	onceflow_state_disk_bytes                bytes the state directory occupies on disk, as du reports them
 //	onceflow_state_memtable_bytes            bytes the state's memtables allocated
 //	onceflow_build_info{version,revision,go_version}  always 1
 //

@@ -177,7 +177,7 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 		Help: "Always 1: onceflow's module version, the commit it was built from when known, and the Go version.", ConstLabels: labels}, []string{"version", "revision", "go_version"})
 	m.stateBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "onceflow_state_bytes",
 		Help: "Bytes of one store of one task in the local state, measured every 30 s: its keys and values when its tables hold under 8 MiB, else Pebble's estimate of its table bytes.", ConstLabels: labels}, []string{"store", "task"})
-	m.stateDisk = gauge("onceflow_state_disk_bytes", "Bytes of the local state's files: tables, write-ahead log, manifest.")
+	m.stateDisk = gauge("onceflow_state_disk_bytes", "Bytes the local state's directory occupies on disk (allocated blocks, as du reports them): tables, write-ahead log, manifest.")
 	m.stateMemTable = gauge("onceflow_state_memtable_bytes", "Bytes the local state's memtables allocated (writes not yet flushed to its files).")
 	m.txnRecordsLimit = gauge("onceflow_transaction_records_limit", "Consumed records after which a transaction commits early, as in force: the configured value, or less while commits near their deadline.")
 	m.txnInterval = gauge("onceflow_transaction_interval_seconds", "The commit interval in force: the configured value, or less while commits near their deadline.")
