@@ -49,8 +49,14 @@ func (r *Runner) conflict(p *partition, rec *kafka.Record, key string, e Entry) 
 	ckey := conflictKey(key, rec)
 	ce, err := r.ledgers.get(sk.ledger, p.part, ckey)
 	if err != nil {
-		r.log.Error("read ledger", "sink", sk.name, "key", ckey, "error", err)
-		return "", Entry{}, Skip, false
+		if ce, err = undecodable(ce, err, header(rec.Headers, kafka.SourceHeader), r.cfg.Now()); err != nil {
+			r.log.Error("cannot read the delivery ledger; joining again", "sink", sk.name, "key", ckey, "error", err)
+			p.ss.cancel()
+			p.ss.end()
+			return "", Entry{}, Skip, false
+		}
+		r.log.Error("ledger entry does not decode; delivery parked as unknown", "sink", sk.name, "key", ckey, "error", ce.LastError)
+		return ckey, ce, Park, true
 	}
 	if ce.State != "" {
 		ce, act := ce.Resume(sk.idempotent, r.cfg.Now())

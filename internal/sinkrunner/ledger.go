@@ -57,6 +57,9 @@ type Entry struct {
 	// PayloadHash is the hex SHA-256 of the delivery's payload: the same
 	// key read again with another payload is a conflict, not a replay.
 	PayloadHash string `json:"payload_sha256,omitempty"`
+	// Undecodable is the ledger value this entry replaced, kept as it was
+	// when the runner could not decode it (see ClassUndecodable).
+	Undecodable []byte `json:"undecodable,omitempty"`
 }
 
 // Action is what the runner does next with a delivery.
@@ -78,6 +81,10 @@ const (
 func (a Action) String() string {
 	return [...]string{"deliver", "retry", "dead-letter", "park", "skip"}[a]
 }
+
+// ErrUndecodable is returned (wrapped) for a ledger value this release
+// cannot read: corrupt, or written by a newer release. Not retryable.
+var ErrUndecodable = errors.New("sinkrunner: ledger entry does not decode")
 
 // ErrTransition is an event the entry's state does not allow.
 var ErrTransition = errors.New("sinkrunner: transition not allowed")
@@ -191,16 +198,16 @@ func EncodeEntry(e Entry) []byte {
 }
 
 // DecodeEntry decodes a ledger value. A state it does not know is an
-// error, not an entry the runner would skip as settled.
+// error (ErrUndecodable), not an entry the runner would skip as settled.
 func DecodeEntry(b []byte) (Entry, error) {
 	var e Entry
 	if err := json.Unmarshal(b, &e); err != nil {
-		return Entry{}, fmt.Errorf("sinkrunner: ledger entry: %w", err)
+		return Entry{}, fmt.Errorf("%w: %w", ErrUndecodable, err)
 	}
 	switch e.State {
 	case "", Pending, Succeeded, Failed, DeadLettered, Unknown:
 	default:
-		return Entry{}, fmt.Errorf("sinkrunner: ledger entry: unknown state %q", e.State)
+		return Entry{}, fmt.Errorf("%w: unknown state %q", ErrUndecodable, e.State)
 	}
 	return e, nil
 }

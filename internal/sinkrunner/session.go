@@ -396,12 +396,17 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 	d := sinks.Delivery{Sink: sk.name, IdempotencyKey: key, Payload: rec.Value, Source: header(rec.Headers, kafka.SourceHeader),
 		Fence: p.fence, Requested: rec.Timestamp}
 	e, err := r.ledgers.get(sk.ledger, p.part, key)
-	if err != nil {
-		r.log.Error("read ledger", "sink", sk.name, "key", key, "error", err)
-		return false
-	}
 	var act Action
-	if header(rec.Headers, sinks.HeaderCommand) != "" {
+	if err != nil {
+		if e, err = undecodable(e, err, d.Source, r.cfg.Now()); err != nil {
+			r.log.Error("cannot read the delivery ledger; joining again", "sink", sk.name, "key", key, "error", err)
+			p.ss.cancel()
+			p.ss.end()
+			return false
+		}
+		r.log.Error("ledger entry does not decode; delivery parked as unknown", "sink", sk.name, "key", key, "error", e.LastError)
+		act = Park
+	} else if header(rec.Headers, sinks.HeaderCommand) != "" {
 		var ok bool
 		if e, act, ok = r.command(ctx, p, rec, key, e); !ok {
 			return false

@@ -1,6 +1,7 @@
 package sinkrunner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -50,13 +51,19 @@ func newLedgers(db *statestore.DB, p *kafka.Producer, reader *kafka.ChangelogRea
 	return l
 }
 
-// get returns the entry of key in a ledger (zero when none).
+// get returns the entry of key in a ledger (zero when none). A value that
+// does not decode is an error (ErrUndecodable) with an entry that holds
+// only that value, in Undecodable.
 func (l *ledgers) get(store string, p int32, key string) (Entry, error) {
 	b, ok, err := l.db.Get(store, task(p), []byte(key))
 	if err != nil || !ok {
 		return Entry{}, err
 	}
-	return DecodeEntry(b)
+	e, err := DecodeEntry(b)
+	if err != nil {
+		return Entry{Undecodable: bytes.Clone(b)}, err
+	}
+	return e, nil
 }
 
 // put records an entry (and its dead-letter record) durably.
