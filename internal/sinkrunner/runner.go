@@ -82,6 +82,7 @@ type Runner struct {
 	crashed atomic.Bool
 	ledgers *ledgers
 	p       *kafka.Producer
+	tp      *kafka.Producer
 	purge   *purger
 
 	progress progress
@@ -245,14 +246,26 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
-// openLedgers starts the ledger writer with a producer of its own.
+// TransactionalID is the transactional id of the runner's dead-letter
+// writes: "<app id>-<instance id>/sinks" (an instance id holds no '/', so
+// it is never a replica's own).
+func TransactionalID(app, instance string) string { return app + "-" + instance + "/sinks" }
+
+// openLedgers starts the ledger writer with producers of its own. The
+// transactional one is initialised at once, which aborts a transaction
+// the runner's previous process left open.
 func (r *Runner) openLedgers(db *statestore.DB) error {
 	p, err := kafka.NewProducer(r.cfg.Client, r.cfg.Timeouts, "", true, 0)
 	if err != nil {
 		return fmt.Errorf("sinkrunner: %w", err)
 	}
-	r.p = p
-	r.ledgers = newLedgers(db, p, kafka.NewChangelogReader(r.cfg.Client, r.cfg.Timeouts.WithDefaults().Transaction))
+	tp, err := kafka.NewProducer(r.cfg.Client, r.cfg.Timeouts, TransactionalID(r.cfg.AppID, r.cfg.InstanceID), true, 0)
+	if err != nil {
+		p.Close()
+		return fmt.Errorf("sinkrunner: %w", err)
+	}
+	r.p, r.tp = p, tp
+	r.ledgers = newLedgers(db, p, tp, kafka.NewChangelogReader(r.cfg.Client, r.cfg.Timeouts.WithDefaults().Transaction))
 	r.ledgers.fault = r.ledgerFault
 	return nil
 }
@@ -265,7 +278,8 @@ func (r *Runner) closeLedgers() {
 	}
 	r.ledgers.close()
 	r.p.Close()
-	r.ledgers, r.p = nil, nil
+	r.tp.Close()
+	r.ledgers, r.p, r.tp = nil, nil, nil
 }
 
 // prepare creates the dead-letter and ledger changelog topics, with the

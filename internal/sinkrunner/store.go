@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/onceflow/onceflow/internal/kafka"
@@ -14,15 +15,21 @@ import (
 
 // ledgers keeps the delivery ledgers of every outbox partition the runner
 // owns in Pebble, each backed by a compacted changelog topic. Writes go
-// through one goroutine that owns the producer: it sends the changelog
+// through one goroutine that owns the producers: it sends the changelog
 // records (and dead-letter records) of every write waiting, waits for all
 // of them to be acknowledged, then applies them to Pebble with the
 // changelog offsets, and answers each write. So an entry in Pebble is
 // always in the changelog first, and a write that returned survives a
-// crash and a move of the partition.
+// crash and a move of the partition. A batch that carries a dead letter
+// is one Kafka transaction (producer tp), so the dead letter and the
+// entry that marks it are both written or neither: a runner that dies or
+// fails between the two leaves neither a dead letter its ledger does not
+// know (written again after the restart, or beside a delivery parked as
+// unknown) nor an entry without its dead letter.
 type ledgers struct {
 	db     *statestore.DB
-	p      *kafka.Producer
+	p      *kafka.Producer // idempotent: batches without dead letters
+	tp     *kafka.Producer // transactional: batches with dead letters
 	reader *kafka.ChangelogReader
 	writes chan *write
 	stop   chan struct{}
@@ -45,8 +52,8 @@ type write struct {
 
 func task(p int32) statestore.Task { return statestore.Task{Partition: p} }
 
-func newLedgers(db *statestore.DB, p *kafka.Producer, reader *kafka.ChangelogReader) *ledgers {
-	l := &ledgers{db: db, p: p, reader: reader, writes: make(chan *write, 1024), stop: make(chan struct{}), done: make(chan struct{})}
+func newLedgers(db *statestore.DB, p, tp *kafka.Producer, reader *kafka.ChangelogReader) *ledgers {
+	l := &ledgers{db: db, p: p, tp: tp, reader: reader, writes: make(chan *write, 1024), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.run()
 	return l
 }
@@ -116,8 +123,8 @@ func (l *ledgers) run() {
 	}
 }
 
-// apply writes a batch: changelog and dead-letter records, acknowledged,
-// then Pebble.
+// apply writes a batch: changelog and dead-letter records, acknowledged
+// (committed, when the batch holds a dead letter), then Pebble.
 func (l *ledgers) apply(batch []*write) error {
 	l.mu.Lock()
 	failed := l.err
@@ -136,19 +143,36 @@ func (l *ledgers) apply(batch []*write) error {
 	if err != nil {
 		return l.fail(err)
 	}
-	l.p.ResetTracked()
-	for _, w := range batch {
-		if w.dlq != nil {
-			l.p.Send(w.dlq)
-		}
-		l.p.Send(&kafka.Message{Topic: w.ledger, Partition: w.partition, Key: []byte(w.key), Value: EncodeEntry(w.entry), Track: true})
+	p := l.p
+	if slices.ContainsFunc(batch, func(w *write) bool { return w.dlq != nil }) {
+		p = l.tp
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
-	err = l.p.Flush(ctx)
+	p.ResetTracked()
+	if p == l.tp {
+		if err := p.Begin(); err != nil {
+			return l.fail(err)
+		}
+	}
+	for _, w := range batch {
+		if w.dlq != nil {
+			p.Send(w.dlq)
+		}
+		p.Send(&kafka.Message{Topic: w.ledger, Partition: w.partition, Key: []byte(w.key), Value: EncodeEntry(w.entry), Track: true})
+	}
+	if p == l.tp {
+		if err = p.Commit(ctx); err != nil {
+			if aerr := p.Abort(ctx); aerr != nil {
+				err = fmt.Errorf("%w (abort: %v)", err, aerr)
+			}
+		}
+	} else {
+		err = p.Flush(ctx)
+	}
 	var offsets map[string]map[int32]int64
 	if err == nil {
-		offsets, err = l.p.TrackedOffsets(ctx)
+		offsets, err = p.TrackedOffsets(ctx)
 	}
 	if err == nil {
 		txn := l.db.Begin()
