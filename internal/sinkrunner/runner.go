@@ -53,6 +53,10 @@ type Config struct {
 	// partition below the committed offset are deleted. Zero:
 	// DefaultPurgeInterval.
 	PurgeInterval time.Duration
+	// ExpireInterval is how often, at most, the ledger entries past the
+	// ledger retention (Sinks.LedgerRetention) are deleted. Zero:
+	// DefaultExpireInterval.
+	ExpireInterval time.Duration
 	// StallTimeout is how long the runner may make no progress before
 	// Health reports a stall (never less than AttemptTimeout plus
 	// BackoffCap). Zero: DefaultStallTimeout.
@@ -112,6 +116,9 @@ func New(cfg Config, g *graph.Graph) (*Runner, error) {
 	}
 	if cfg.PurgeInterval == 0 {
 		cfg.PurgeInterval = DefaultPurgeInterval
+	}
+	if cfg.ExpireInterval == 0 {
+		cfg.ExpireInterval = DefaultExpireInterval
 	}
 	if cfg.Rand == nil {
 		seed := uint64(time.Now().UnixNano())

@@ -70,6 +70,7 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	ss.wg.Go(ss.dispatch)
 	ss.wg.Go(ss.commitLoop)
 	ss.wg.Go(ss.fenceLoop)
+	ss.wg.Go(ss.expireLoop)
 	r.progress.cur.Store(ss)
 	r.progress.ready.Store(true)
 	r.progress.touch(r.cfg.Now())

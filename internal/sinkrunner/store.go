@@ -40,13 +40,14 @@ type ledgers struct {
 }
 
 // write is one ledger entry to record, with an optional dead-letter
-// record to write with it.
+// record to write with it, or one entry to delete.
 type write struct {
 	ledger    string // the ledger's changelog topic (and store name)
 	partition int32
 	key       string
 	entry     Entry
 	dlq       *kafka.Message
+	delete    bool // a tombstone: the entry expired
 	done      chan error
 }
 
@@ -74,21 +75,32 @@ func (l *ledgers) get(store string, p int32, key string) (Entry, error) {
 }
 
 // put records an entry (and its dead-letter record) durably.
-func (l *ledgers) put(ctx context.Context, w *write) error {
-	w.done = make(chan error, 1)
-	select {
-	case l.writes <- w:
-	case <-l.stop:
-		return errors.New("sinkrunner: ledger closed")
-	case <-ctx.Done():
-		return ctx.Err()
+func (l *ledgers) put(ctx context.Context, w *write) error { return l.putAll(ctx, []*write{w}) }
+
+// putAll records writes durably, in as few ledger batches as the writer
+// makes of them, and returns the first error.
+func (l *ledgers) putAll(ctx context.Context, ws []*write) error {
+	for _, w := range ws {
+		w.done = make(chan error, 1)
+		select {
+		case l.writes <- w:
+		case <-l.stop:
+			return errors.New("sinkrunner: ledger closed")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	select {
-	case err := <-w.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	for _, w := range ws {
+		select {
+		case err := <-w.done:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	return nil
 }
 
 // close stops the writer once the writes queued are done.
@@ -159,7 +171,11 @@ func (l *ledgers) apply(batch []*write) error {
 		if w.dlq != nil {
 			p.Send(w.dlq)
 		}
-		p.Send(&kafka.Message{Topic: w.ledger, Partition: w.partition, Key: []byte(w.key), Value: EncodeEntry(w.entry), Track: true})
+		m := &kafka.Message{Topic: w.ledger, Partition: w.partition, Key: []byte(w.key), Value: EncodeEntry(w.entry), Track: true}
+		if w.delete {
+			m.Value = nil
+		}
+		p.Send(m)
 	}
 	if p == l.tp {
 		if err = p.Commit(ctx); err != nil {
@@ -179,7 +195,12 @@ func (l *ledgers) apply(batch []*write) error {
 		defer txn.Discard()
 		applied := map[statestore.StoreTask]int64{}
 		for _, w := range batch {
-			if err = txn.Put(w.ledger, task(w.partition), []byte(w.key), EncodeEntry(w.entry)); err != nil {
+			if w.delete {
+				err = txn.Delete(w.ledger, task(w.partition), []byte(w.key))
+			} else {
+				err = txn.Put(w.ledger, task(w.partition), []byte(w.key), EncodeEntry(w.entry))
+			}
+			if err != nil {
 				break
 			}
 			applied[statestore.StoreTask{Store: w.ledger, Task: task(w.partition)}] = offsets[w.ledger][w.partition]
