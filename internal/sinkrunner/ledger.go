@@ -57,6 +57,11 @@ type Entry struct {
 	// PayloadHash is the hex SHA-256 of the delivery's payload: the same
 	// key read again with another payload is a conflict, not a replay.
 	PayloadHash string `json:"payload_sha256,omitempty"`
+	// Requested is the timestamp of the outbox record that created the
+	// entry: with a default idempotency key (the consumed record's
+	// coordinates), the same key read again with another request time is
+	// another request whose input offsets started again, not a replay.
+	Requested time.Time `json:"requested,omitzero"`
 	// Undecodable is the ledger value this entry replaced, kept as it was
 	// when the runner could not decode it (see ClassUndecodable).
 	Undecodable []byte `json:"undecodable,omitempty"`

@@ -71,6 +71,9 @@ type sink struct {
 	ledger     string
 	deliverer  sinks.Sink
 	idempotent bool
+	// defaultKeys: idempotency keys are the default ones, made from the
+	// consumed record's coordinates (no key function).
+	defaultKeys bool
 }
 
 // Runner delivers the outboxes of one application.
@@ -131,7 +134,8 @@ func New(cfg Config, g *graph.Graph) (*Runner, error) {
 		if !ok || d == nil {
 			return nil, fmt.Errorf("sinkrunner: sink %q has no Sink", n.Outbox.Sink)
 		}
-		s := &sink{name: n.Outbox.Sink, outbox: n.Topic, dlq: graph.DLQTopic(n.Topic), ledger: graph.LedgerTopic(n.Topic), deliverer: d}
+		s := &sink{name: n.Outbox.Sink, outbox: n.Topic, dlq: graph.DLQTopic(n.Topic), ledger: graph.LedgerTopic(n.Topic), deliverer: d,
+			defaultKeys: n.Outbox.Key == nil}
 		if i, ok := d.(sinks.Idempotent); ok {
 			s.idempotent = i.Idempotent()
 		}

@@ -412,9 +412,9 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 		if e, act, ok = r.command(ctx, p, rec, key, e); !ok {
 			return false
 		}
-	} else if e.conflicts(rec.Value) {
+	} else if why := e.conflicts(rec, sk.defaultKeys); why != "" {
 		var ok bool
-		if key, e, act, ok = r.conflict(p, rec, key, e); !ok {
+		if key, e, act, ok = r.conflict(p, rec, key, e, why); !ok {
 			return false
 		}
 		d.IdempotencyKey = key
@@ -423,6 +423,9 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 	}
 	if e.PayloadHash == "" {
 		e.PayloadHash = payloadHash(rec.Value)
+	}
+	if e.State == "" {
+		e.Requested = rec.Timestamp
 	}
 	var first time.Time
 	for {
