@@ -20,7 +20,9 @@ import (
 //     never sent), failed (dead-lettered) or pending (sent again).
 //
 // A command read again after a restart (its offset is below the entry's
-// Command) was applied already: its delivery resumes where the runner
+// Command, counted in the same outbox: not one deleted and created again
+// since, whose offsets started again) was applied already: its delivery
+// resumes where the runner
 // that applied it stopped (delivered, or parked when an attempt was out
 // to a sink that is not idempotent), and is skipped only once settled.
 // A command the entry's state does not allow is skipped, with a warning.
@@ -30,7 +32,8 @@ func (r *Runner) command(ctx context.Context, p *partition, rec *kafka.Record, k
 	cmd := header(rec.Headers, sinks.HeaderCommand)
 	as := header(rec.Headers, sinks.HeaderResolveAs)
 	log := r.log.With("sink", sk.name, "key", key, "command", cmd, "offset", rec.Offset)
-	if e.Command > rec.Offset {
+	outbox := p.ss.outboxIDs[rec.Topic]
+	if e.Command > rec.Offset && (e.CommandOutbox == "" || e.CommandOutbox == outbox) {
 		if e.Settled() {
 			log.Debug("command applied already")
 			return e, Skip, true
@@ -61,7 +64,7 @@ func (r *Runner) command(ctx context.Context, p *partition, rec *kafka.Record, k
 		log.Warn("command ignored", "state", e.State, "error", err)
 		return e, Skip, true
 	}
-	next.Command = rec.Offset + 1
+	next.Command, next.CommandOutbox = rec.Offset+1, outbox
 	next.RecordKey, next.Payload = nil, nil
 	if was == Unknown {
 		r.m.unknown.WithLabelValues(sk.name).Dec()

@@ -49,6 +49,10 @@ type Entry struct {
 	// resolve) applied to the delivery: a command at a lower offset,
 	// read again after a restart or a move, was applied already.
 	Command int64 `json:"command,omitempty"`
+	// CommandOutbox is the topic id of the outbox Command counts in: a
+	// command read from an outbox recreated since (another id, offsets
+	// started again) is compared with none of its offsets.
+	CommandOutbox string `json:"command_outbox,omitempty"`
 	// RecordKey and Payload are the outbox record of a delivery parked as
 	// unknown, kept so that resolving it as retry can send it again after
 	// the outbox record is gone.

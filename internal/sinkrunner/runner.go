@@ -87,6 +87,7 @@ type Runner struct {
 	rnd    *rand.Rand
 
 	crashed atomic.Bool
+	admin   *kafka.Admin
 	ledgers *ledgers
 	p       *kafka.Producer
 	tp      *kafka.Producer
@@ -184,6 +185,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		return fmt.Errorf("sinkrunner: %w", err)
 	}
 	defer admin.Close()
+	r.admin = admin
 	if err := r.prepare(admin); err != nil {
 		return err
 	}

@@ -29,6 +29,9 @@ type session struct {
 	wg     sync.WaitGroup // dispatcher, committer, deliveries
 	mu     sync.Mutex
 	unk    map[string]int // unknown entries counted on the gauge, per sink
+	// outboxIDs are the topic ids of the outboxes when the session began
+	// (none when they could not be read).
+	outboxIDs map[string]string
 	// proven is when (monotonic nanoseconds since start) the last
 	// heartbeat or offset commit that the coordinator accepted for this
 	// generation was sent: no attempt starts once it is half the session
@@ -49,6 +52,11 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	gen := s.Metadata().GenerationID
 	ss.start = time.Now()
 	ss.proven.Store(0) // the join that opened the session proves the generation
+	ids, err := r.admin.TopicIDs(r.topics...)
+	if err != nil {
+		r.log.Warn("cannot read the outbox topic ids; commands are told apart by their offsets alone", "error", err)
+	}
+	ss.outboxIDs = ids
 	for topic, ps := range s.Claims() {
 		sk := r.sinks[topic]
 		ss.parts[topic] = map[int32]*partition{}
