@@ -22,7 +22,8 @@ const (
 	// HeaderClass is the class of the last error of a dead-lettered
 	// delivery (transient when its retry budget ran out, permanent), or
 	// "conflict" for a delivery never sent because its idempotency key
-	// was delivered before with another payload (dead-lettered under
+	// was delivered before for another request: another payload, or,
+	// with default keys, another request time (dead-lettered under
 	// "<key>!conflict@<outbox partition>/<offset>").
 	HeaderClass = "onceflow-sink-class"
 	// HeaderOutbox names the outbox record of a dead-lettered delivery

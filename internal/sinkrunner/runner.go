@@ -4,7 +4,9 @@
 // delivery's state (see Entry), failed attempts are retried with backoff,
 // permanent failures and spent budgets go to the dead-letter topic, and
 // unknown outcomes to sinks that are not idempotent are parked. Outbox
-// offsets are committed only below the lowest delivery not settled.
+// offsets are committed only below the lowest delivery not settled. A
+// dead letter and the ledger entry that marks it are written in one
+// transaction; succeeded entries expire after the ledger retention.
 package sinkrunner
 
 import (
