@@ -184,11 +184,17 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.progress.touch(r.cfg.Now())
 	admin, err := kafka.Connect(ctx, r.cfg.Client)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while connecting: a clean stop
+		}
 		return fmt.Errorf("sinkrunner: %w", err)
 	}
 	defer admin.Close()
 	r.admin = admin
-	if err := r.prepare(admin); err != nil {
+	if err := r.prepare(ctx, admin); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting for the outboxes
+		}
 		return err
 	}
 	r.purge = newPurger(admin, r.cfg.PurgeInterval, r.cfg.Now, r.log, r.m.purges)
@@ -299,8 +305,8 @@ func (r *Runner) closeLedgers() {
 
 // prepare creates the dead-letter and ledger changelog topics, with the
 // partition count of their outboxes (the engine creates the outboxes; a
-// runner that starts first waits for them).
-func (r *Runner) prepare(admin *kafka.Admin) error {
+// runner that starts first waits for them, until ctx ends).
+func (r *Runner) prepare(ctx context.Context, admin *kafka.Admin) error {
 	for _, t := range r.topics {
 		s := r.sinks[t]
 		var n int32
@@ -315,7 +321,9 @@ func (r *Runner) prepare(admin *kafka.Admin) error {
 			if i == 0 {
 				r.log.Info("waiting for the outbox topic", "topic", t)
 			}
-			time.Sleep(200 * time.Millisecond)
+			if err := r.cfg.Sleep(ctx, 200*time.Millisecond); err != nil {
+				return err
+			}
 			if i > 300 {
 				return fmt.Errorf("sinkrunner: outbox topic %q does not exist (%w)", t, kafka.ErrTopicMissing)
 			}
