@@ -35,6 +35,12 @@ var (
 	// Not retryable without a change: every member of the group must run
 	// the same application and release.
 	ErrTaskSplit = errors.New("processor: a task's partitions were split across replicas")
+	// ErrRetention: a topic whose records exist nowhere else (a
+	// dead-letter, rejected, outbox or repartition topic) has a time or
+	// size retention that would delete them, and the cluster refused to
+	// remove it. Not retryable until the topic's retention.ms and
+	// retention.bytes are -1 (the error says what to run).
+	ErrRetention = errors.New("processor: a topic would delete records that exist nowhere else")
 	// ErrStopTimeout: Run did not finish its shutdown within StopBound
 	// and returned; the clients close in the background. Retryable: the
 	// next run aborts whatever the replica left open.
@@ -52,6 +58,7 @@ var kinds = []struct {
 	{engine.ErrRepeatedFailure, ErrRepeatedFailure, false},
 	{kafka.ErrInternalOffsetOutOfRange, ErrOffsetOutOfRange, false},
 	{engine.ErrTaskSplit, ErrTaskSplit, false},
+	{kafka.ErrExpiring, ErrRetention, false},
 	{engine.ErrStopTimeout, ErrStopTimeout, true},
 }
 

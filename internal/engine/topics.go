@@ -64,7 +64,6 @@ func (e *Engine) prepare(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	want[e.rejected] = max(maxParts, 1)
 	if err := e.prepareOutboxes(admin, want); err != nil {
 		return err
 	}
@@ -72,6 +71,15 @@ func (e *Engine) prepare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	// Rejected records are kept until an operator has looked at them.
+	rejected, err := admin.Ensure(map[string]int32{e.rejected: max(maxParts, 1)}, kafka.KeepForeverConfigs())
+	if err != nil {
+		return fmt.Errorf("engine: rejected topic: %w", err)
+	}
+	if err := e.keepForever(admin, "rejected", e.rejected); err != nil {
+		return err
+	}
+	parts[e.rejected] = rejected[e.rejected]
 	written := slices.Collect(maps.Keys(parts))
 	e.changelogParts = map[string]int32{}
 	if len(e.stores) > 0 {
@@ -153,7 +161,7 @@ func (e *Engine) prepareLinks(admin *kafka.Admin, links []string, have map[strin
 			if got[t] != n {
 				return fmt.Errorf("engine: repartition topic %q has %d partitions, its writer %d: delete it to have it recreated", t, got[t], n)
 			}
-			if err := e.keepForever(admin, t); err != nil {
+			if err := e.keepForever(admin, "repartition", t); err != nil {
 				return err
 			}
 			have[t] = n

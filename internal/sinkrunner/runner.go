@@ -303,9 +303,10 @@ func (r *Runner) closeLedgers() {
 	r.ledgers, r.p, r.tp = nil, nil, nil
 }
 
-// prepare creates the dead-letter and ledger changelog topics, with the
-// partition count of their outboxes (the engine creates the outboxes; a
-// runner that starts first waits for them, until ctx ends).
+// prepare creates the dead-letter topics (unlimited retention) and ledger
+// changelog topics, with the partition count of their outboxes (the
+// engine creates the outboxes; a runner that starts first waits for them,
+// until ctx ends).
 func (r *Runner) prepare(ctx context.Context, admin *kafka.Admin) error {
 	for _, t := range r.topics {
 		s := r.sinks[t]
@@ -328,13 +329,35 @@ func (r *Runner) prepare(ctx context.Context, admin *kafka.Admin) error {
 				return fmt.Errorf("sinkrunner: outbox topic %q does not exist (%w)", t, kafka.ErrTopicMissing)
 			}
 		}
-		if _, err := admin.Ensure(map[string]int32{s.dlq: n}, nil); err != nil {
+		if _, err := admin.Ensure(map[string]int32{s.dlq: n}, kafka.KeepForeverConfigs()); err != nil {
 			return fmt.Errorf("sinkrunner: dead-letter topic: %w", err)
+		}
+		if err := r.keepForever(admin, s.dlq); err != nil {
+			return err
 		}
 		compact := "compact"
 		if _, err := admin.Ensure(map[string]int32{s.ledger: n}, map[string]*string{"cleanup.policy": &compact}); err != nil {
 			return fmt.Errorf("sinkrunner: ledger changelog: %w", err)
 		}
+	}
+	return nil
+}
+
+// keepForever removes the time and size retention of a dead-letter topic
+// (one created by an earlier release with the broker's defaults): a dead
+// letter exists nowhere else once its outbox is purged. A retention it
+// cannot remove stops the runner with an error that says what to run; one
+// it cannot read is a warning.
+func (r *Runner) keepForever(admin *kafka.Admin, topic string) error {
+	replaced, err := admin.KeepForever(topic)
+	switch {
+	case errors.Is(err, kafka.ErrRetentionUnknown):
+		r.log.Warn("cannot read the dead-letter topic's retention; dead letters may be deleted unless retention.ms and retention.bytes are -1", "topic", topic, "error", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("sinkrunner: dead-letter topic: %w", err)
+	case len(replaced) > 0:
+		r.log.Info("dead-letter topic now keeps its records until they are handled", "topic", topic, "replaced", replaced)
 	}
 	return nil
 }
