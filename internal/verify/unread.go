@@ -129,12 +129,10 @@ func countBatches(raw []byte, from, to int64, aborts aborted) (next, n int64) {
 		if isControl || first >= to {
 			continue
 		}
+		// A batch's records are its offsets but for those compaction
+		// removed: exact for a whole batch, a bound for a cut one.
 		lo, hi := max(first, from), min(last, to-1)
-		if lo == first && hi == last {
-			n += int64(b.NumRecords) // the whole batch (exact on compacted topics too)
-		} else {
-			n += min(int64(b.NumRecords), hi-lo+1)
-		}
+		n += max(0, min(int64(b.NumRecords), hi-lo+1))
 	}
 	return next, n
 }
