@@ -251,6 +251,11 @@ func (r *Runner) Run(ctx context.Context) error {
 		if errors.Is(err, kafka.ErrFencedInstance) {
 			return fmt.Errorf("sinkrunner: %w", err)
 		}
+		if errors.Is(err, errSessionEnded) {
+			r.log.Debug("session ended during its setup; joining again", "error", err)
+			backoff = 100 * time.Millisecond
+			continue
+		}
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("group session failed; joining again", "error", err, "backoff", backoff)
 			_ = r.cfg.Sleep(ctx, backoff)

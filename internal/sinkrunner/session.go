@@ -2,6 +2,7 @@ package sinkrunner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -62,6 +63,12 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		ss.parts[topic] = map[int32]*partition{}
 		for _, p := range ps {
 			n, err := r.ledgers.restore(ss.ctx, sk.ledger, p)
+			if err != nil && s.Context().Err() != nil {
+				// Routine: a rebalance or a stop. The next owner
+				// restores from the changelog.
+				r.log.Info("ledger restore stopped: the session ended", "error", err)
+				return nil, fmt.Errorf("%w: %w", errSessionEnded, err)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -71,7 +78,12 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		}
 	}
 	if err := ss.prove(); kafka.IsMembershipLost(err) {
-		return nil, fmt.Errorf("sinkrunner: the group took the partitions back during the ledger restore: %w", err)
+		err = fmt.Errorf("sinkrunner: the group took the partitions back during the ledger restore: %w", err)
+		if kafka.IsRebalancing(err) {
+			r.log.Info("session ended by a rebalance during the ledger restore")
+			return nil, fmt.Errorf("%w: %w", errSessionEnded, err)
+		}
+		return nil, err
 	}
 	r.log.Info("delivering", "generation", gen, "claims", s.Claims())
 	ss.in = make(chan kafka.Batch, 16)
@@ -84,6 +96,10 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	r.progress.touch(r.cfg.Now())
 	return ss.in, nil
 }
+
+// errSessionEnded marks a Setup cut short because its session ended (a
+// rebalance, a stop): not a failure, the runner joins again at once.
+var errSessionEnded = errors.New("sinkrunner: the session ended during its setup")
 
 // Cleanup stops new attempts, waits for the attempts out (each bounded by
 // the attempt timeout), and commits what is settled.
