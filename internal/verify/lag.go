@@ -32,7 +32,7 @@ type Progress struct {
 // exactly; waitBudget bounds those of each poll of WaitCaughtUp, whose lag
 // only has to be exact near zero.
 const (
-	countBudget = 2_000_000
+	countBudget = 100_000
 	waitBudget  = 20_000
 )
 
