@@ -38,7 +38,7 @@
 //	onceflow_dedup_expired_total             dedup entries expired by stream time
 //	onceflow_repartition_purges_total        repartition topics purged up to committed offsets
 //	onceflow_restore_waits_total             restores that waited for an open changelog transaction
-//	onceflow_consumer_lag{topic,partition}   records of an owned input partition not yet processed
+//	onceflow_consumer_lag{topic,partition}   offsets of an owned input partition not yet processed (an input written in transactions keeps 1 per commit marker after its last record; `onceflow lag` counts records)
 //	onceflow_transaction_timeout_seconds     the transaction timeout (for headroom alerts)
 //	onceflow_slow_commits_total              commits that took over half the transaction timeout
 //	onceflow_transaction_records_limit       records after which a transaction commits, in force (CommitRecords, or less)

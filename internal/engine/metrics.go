@@ -172,7 +172,7 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 		slowCommits:    counter("onceflow_slow_commits_total", "Commits that took more than half the transaction timeout (a warning is logged for each)."),
 	}
 	m.consumerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "onceflow_consumer_lag",
-		Help: "Records of an owned input partition not yet processed: its end offset as last fetched minus the offset after the last record processed.", ConstLabels: labels}, []string{"topic", "partition"})
+		Help: "Offsets of an owned input partition not yet processed: its end offset as last fetched minus the offset after the last record processed. On an input written in transactions the commit marker after the last record counts 1 (onceflow lag counts records).", ConstLabels: labels}, []string{"topic", "partition"})
 	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "onceflow_build_info",
 		Help: "Always 1: onceflow's module version, the commit it was built from when known, and the Go version.", ConstLabels: labels}, []string{"version", "revision", "go_version"})
 	m.stateBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "onceflow_state_bytes",
