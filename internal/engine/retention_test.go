@@ -30,9 +30,10 @@ func sinkTopology(in string) *topology.Topology {
 }
 
 // Dead letters, rejected records and outbox requests exist in no other
-// topic: their topics keep them with no time or size retention. Fresh ones
-// are created so; ones left by an earlier release with the broker's
-// 7 days (or a size) are switched at start.
+// topic: their topics keep them with no time or size retention and no
+// compaction. Fresh ones are created so; ones left by an earlier release
+// with the broker's 7 days (or a size, or compaction) are switched at
+// start.
 func TestTopicsHoldingTheOnlyCopyNeverExpire(t *testing.T) {
 	env := enginetest.New(t)
 	in, app := env.Name("in"), env.Name("app")
@@ -45,12 +46,13 @@ func TestTopicsHoldingTheOnlyCopyNeverExpire(t *testing.T) {
 	}
 	env.SetTopicConfig(dlq, "retention.bytes", "1073741824")
 	env.SetTopicConfig(outbox, "retention.bytes", "1073741824")
+	env.SetTopicConfig(rejected, "cleanup.policy", "compact") // keeps only the latest record of a key
 	r := env.Start(env.Config(app, "r1"), compile(t, sinkTopology(in)))
 	r.WaitReady(t, 60*time.Second)
 	for _, topic := range []string{outbox, dlq, rejected, app + "-sink-db", app + "-sink-db-dlq"} {
-		for _, name := range []string{"retention.ms", "retention.bytes"} {
-			if v := env.TopicConfig(topic, name); v != "-1" {
-				t.Errorf("%s: %s=%s, want -1", topic, name, v)
+		for name, want := range map[string]string{"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"} {
+			if v := env.TopicConfig(topic, name); v != want {
+				t.Errorf("%s: %s=%s, want %s", topic, name, v, want)
 			}
 		}
 	}

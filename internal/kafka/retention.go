@@ -14,18 +14,21 @@ import (
 // them: repartition and outbox topics until their reader has committed past
 // them (it then deletes them itself), dead-letter and rejected topics until
 // an operator has looked. They keep their records with no time or size
-// retention; a broker default (7 days, or a size) would silently delete
-// them.
+// retention, and are not compacted; a broker default (7 days, a size,
+// compaction, which keeps only the latest record of a key) would silently
+// delete them.
 
-// keepForever are the retention configs of such a topic, and their value.
-var keepForever = []string{"retention.ms", "retention.bytes"}
+// keepForever are the configs of such a topic and the value each must have.
+func keepForever() map[string]string {
+	return map[string]string{"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"}
+}
 
 // KeepForeverConfigs returns the configs a topic whose records exist
-// nowhere else is created with: retention.ms=-1 and retention.bytes=-1.
+// nowhere else is created with: retention.ms=-1, retention.bytes=-1,
+// cleanup.policy=delete.
 func KeepForeverConfigs() map[string]*string {
 	out := map[string]*string{}
-	for _, name := range keepForever {
-		v := "-1"
+	for name, v := range keepForever() {
 		out[name] = &v
 	}
 	return out
@@ -42,20 +45,21 @@ var ErrExpiring = errors.New("kafka: a topic whose records exist nowhere else wo
 var ErrRetentionUnknown = errors.New("kafka: cannot read the topic's retention")
 
 // KeepForever makes topic keep its records until they are deleted on
-// purpose: every one of retention.ms and retention.bytes with another
-// value than -1 (a topic created by an earlier release, by hand, or with
-// the broker's defaults) is set to -1. It returns the values it replaced.
-// A retention it could not remove is an error wrapping ErrExpiring that
-// names the command to run; one it could not read wraps
-// ErrRetentionUnknown.
+// purpose: every one of retention.ms, retention.bytes (-1) and
+// cleanup.policy (delete) with another value (a topic created by an
+// earlier release, by hand, or with the broker's defaults) is set. It
+// returns the values it replaced. A retention it could not remove is an
+// error wrapping ErrExpiring that names the command to run; one it could
+// not read wraps ErrRetentionUnknown.
 func (a *Admin) KeepForever(topic string) (replaced map[string]string, err error) {
-	entries, err := a.describe(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: keepForever})
+	want := keepForever()
+	entries, err := a.describe(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: slices.Sorted(maps.Keys(want))})
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrRetentionUnknown, topic, err)
 	}
 	replaced = map[string]string{}
 	for _, e := range entries {
-		if slices.Contains(keepForever, e.Name) && e.Value != "-1" {
+		if w, ok := want[e.Name]; ok && e.Value != w {
 			replaced[e.Name] = e.Value
 		}
 	}
@@ -64,7 +68,7 @@ func (a *Admin) KeepForever(topic string) (replaced map[string]string, err error
 	}
 	set := map[string]sarama.IncrementalAlterConfigsEntry{}
 	for name := range replaced {
-		v := "-1"
+		v := want[name]
 		set[name] = sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v}
 	}
 	if err := a.admin.IncrementalAlterConfig(sarama.TopicResource, topic, set, false); err != nil {
@@ -79,7 +83,7 @@ func expiring(topic string, replaced map[string]string, cause error) error {
 	var have, want []string
 	for _, name := range slices.Sorted(maps.Keys(replaced)) {
 		have = append(have, name+"="+replaced[name])
-		want = append(want, name+"=-1")
+		want = append(want, name+"="+keepForever()[name])
 	}
 	return fmt.Errorf("%w: topic %q has %s and setting %s was refused (%w); the application needs ALTER_CONFIGS on it, "+
 		"or run: kafka-configs.sh --bootstrap-server HOST:PORT --alter --entity-type topics --entity-name %s --add-config %s; then start again",
