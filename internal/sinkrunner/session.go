@@ -503,6 +503,14 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 			<-p.slots
 			return false // nothing went out
 		}
+		if !sk.idempotent && !p.ss.live() {
+			// The ledger write took long enough for the proof to age or
+			// the session to end: nothing goes out. The attempt stays
+			// recorded as out, so whoever resumes the delivery parks it
+			// as unknown rather than risk a second effect.
+			<-p.slots
+			return false
+		}
 		d.Attempt = e.Attempts
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Sinks.AttemptTimeout)
 		start := time.Now()
