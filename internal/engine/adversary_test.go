@@ -92,3 +92,55 @@ func TestAdversaryStreamPunctuatorKeysAcrossSessions(t *testing.T) {
 	}
 	t.Logf("%d deliveries, %d keys", deliveries, len(keys))
 }
+
+// One of two merged input topics grows from 2 to 4 partitions while
+// replicas run. The task assignor does not assign the added partitions
+// (partition 2 of the merge would be one topic only), so their records are
+// never processed. A replica started now refuses the topics as not
+// co-partitioned; a running one must not go on silently leaving input
+// behind: it processes the added partitions' records or stops with an
+// error that says why.
+func TestAdversaryMergedTopicGrownWhileRunning(t *testing.T) {
+	env := enginetest.New(t)
+	a, b, out, app := env.Name("ma"), env.Name("mb"), env.Name("out"), env.Name("app")
+	env.CreateTopic(a, 2)
+	env.CreateTopic(b, 2)
+	g := compile(t, mergeCountTopology(a, b, out))
+	r1 := env.Start(stateConfig(env, app, "r1", t.TempDir()), g)
+	r2 := env.Start(stateConfig(env, app, "r2", t.TempDir()), g)
+	waitFor(t, "both members in the group", 60*time.Second, func() bool { return len(env.Members(app)) == 2 && r1.E.Ready() && r2.E.Ready() })
+
+	env.GrowTopic(a, 4)
+	env.ProduceLarge(ordinary(a, 0, 200)...) // a new client: it sees 4 partitions
+	// r2 leaves: the group rebalances with the grown topic.
+	if err := r2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	added := 0
+	for p, o := range env.EndOffsets(a) {
+		if p >= 2 {
+			added += int(o)
+		}
+	}
+	if added == 0 {
+		t.Fatal("no record on the added partitions")
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if err, stopped := r1.Wait(100 * time.Millisecond); stopped {
+			t.Logf("r1 stopped: %v", err)
+			if err == nil {
+				t.Error("r1 stopped without an error, leaving the added partitions' records behind")
+			}
+			return
+		}
+		done := env.CommittedOffsets(app, a)
+		if done[2]+done[3] >= int64(added) {
+			return
+		}
+	}
+	done := env.CommittedOffsets(app, a)
+	t.Errorf("after 60 s r1 still runs and %d of the %d records on the added partitions were processed (committed %v): input left behind without an error",
+		done[2]+done[3], added, done)
+	r1.Stop()
+}

@@ -350,7 +350,7 @@ func (e *Engine) loop(ctx context.Context) error {
 			return serr
 		}
 		switch {
-		case errors.Is(err, ErrTaskSplit):
+		case errors.Is(err, ErrTaskSplit), errors.Is(err, ErrNotCopartitioned):
 			return err
 		case errors.Is(err, kafka.ErrFencedInstance), errors.Is(err, kafka.ErrInternalOffsetOutOfRange):
 			return fmt.Errorf("engine: %w", err)
