@@ -40,6 +40,9 @@ type session struct {
 	// given the partitions to another runner.
 	proven atomic.Int64
 	start  time.Time
+	// lostGen is set once the coordinator said this runner no longer
+	// holds its generation, or the proof grew too old.
+	lostGen atomic.Bool
 }
 
 // Setup restores the ledger of every claimed partition and starts
@@ -213,15 +216,27 @@ func (ss *session) provenAt(sent time.Duration) {
 // and the generation was proven within half the session timeout. A
 // session that is no longer live is ended, so the runner joins again.
 func (ss *session) live() bool {
-	if ss.ctx.Err() != nil {
+	return ss.ctx.Err() == nil && ss.held()
+}
+
+// held reports whether the runner still holds its partitions as far as
+// the group is concerned: the coordinator has not said otherwise and the
+// generation was proven within half the session timeout, so no other
+// runner can have restored their ledgers yet. A session ended for
+// another reason (a failed ledger write, a stop) still holds them until
+// it rejoins. When the proof is too old the session is ended.
+func (ss *session) held() bool {
+	if ss.lostGen.Load() {
 		return false
 	}
 	age := time.Since(ss.start) - time.Duration(ss.proven.Load())
 	if age < ss.sessionTimeout()/2 {
 		return true
 	}
-	ss.r.log.Warn("no heartbeat or commit confirmed for half the session timeout; stopping deliveries before the group gives the partitions to another runner",
-		"unconfirmed", age.Round(time.Millisecond), "session_timeout", ss.sessionTimeout())
+	if !ss.lostGen.Swap(true) {
+		ss.r.log.Warn("no heartbeat or commit confirmed for half the session timeout; stopping deliveries before the group gives the partitions to another runner",
+			"unconfirmed", age.Round(time.Millisecond), "session_timeout", ss.sessionTimeout())
+	}
 	ss.cancel()
 	ss.end()
 	return false
@@ -230,7 +245,7 @@ func (ss *session) live() bool {
 // lost ends the session at once: the coordinator said this runner no
 // longer holds its generation, so its partitions are another's.
 func (ss *session) lost(err error) {
-	if ss.ctx.Err() == nil {
+	if !ss.lostGen.Swap(true) {
 		ss.r.log.Info("the group took this runner's partitions; stopping deliveries", "generation", ss.s.Metadata().GenerationID, "error", err)
 	}
 	ss.cancel()
@@ -503,11 +518,15 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 			<-p.slots
 			return false // nothing went out
 		}
-		if !sk.idempotent && !p.ss.live() {
-			// The ledger write took long enough for the proof to age or
-			// the session to end: nothing goes out. The attempt stays
-			// recorded as out, so whoever resumes the delivery parks it
-			// as unknown rather than risk a second effect.
+		if !sk.idempotent && !p.ss.held() {
+			// The ledger write took long enough for the group to have
+			// moved the partition: another runner may have restored the
+			// ledger without this entry and sent the request. Nothing
+			// goes out; the attempt stays recorded as out, so whoever
+			// resumes the delivery parks it as unknown. (A session ended
+			// for another reason still holds the partition: the entry
+			// is in the changelog before any other owner restores, so
+			// the attempt goes out as recorded.)
 			<-p.slots
 			return false
 		}
