@@ -557,6 +557,13 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 		}
 		r.m.retries.WithLabelValues(sk.name).Inc()
 		r.log.Debug("attempt failed; retrying", "sink", sk.name, "key", key, "attempt", e.Attempts, "class", class, "wait", wait, "error", derr)
+		if !sk.idempotent && !p.ss.held() {
+			// The partition may be another runner's by now, which found
+			// the attempt recorded as out and parked the delivery: a
+			// retry state written over that would hide it. The entry
+			// stays as it is; whoever resumes the delivery parks it.
+			return false
+		}
 		if !sk.idempotent && !r.record(ctx, p, key, e, nil) {
 			return false
 		}
