@@ -15,7 +15,8 @@ type Ledgers struct {
 	p  *kafka.Producer
 }
 
-// OpenLedgers opens a ledger writer with a producer of its own.
+// OpenLedgers opens a ledger writer with a producer of its own (and no
+// transactional one: its writes carry no dead letters).
 func OpenLedgers(c kafka.Client, t kafka.Timeouts) (*Ledgers, error) {
 	db, err := statestore.Open("", statestore.Options{NoSync: true})
 	if err != nil {
@@ -26,7 +27,7 @@ func OpenLedgers(c kafka.Client, t kafka.Timeouts) (*Ledgers, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Ledgers{l: newLedgers(db, p, kafka.NewChangelogReader(c, t.WithDefaults().Transaction)), db: db, p: p}, nil
+	return &Ledgers{l: newLedgers(db, p, nil, kafka.NewChangelogReader(c, t.WithDefaults().Transaction)), db: db, p: p}, nil
 }
 
 // Restore brings a ledger partition up to its changelog's end.
