@@ -38,7 +38,7 @@
 //	onceflow_dedup_expired_total             dedup entries expired by stream time
 //	onceflow_repartition_purges_total        repartition topics purged up to committed offsets
 //	onceflow_restore_waits_total             restores that waited for an open changelog transaction
-//	onceflow_consumer_lag{topic,partition}   records of an owned input partition not yet processed
+//	onceflow_consumer_lag{topic,partition}   offsets of an owned input partition not yet processed (an input written in transactions keeps 1 per commit marker after its last record; `onceflow lag` counts records)
 //	onceflow_transaction_timeout_seconds     the transaction timeout (for headroom alerts)
 //	onceflow_slow_commits_total              commits that took over half the transaction timeout
 //	onceflow_transaction_records_limit       records after which a transaction commits, in force (CommitRecords, or less)
@@ -48,7 +48,7 @@
 //	onceflow_hanging_transactions_total      checks that found the transactional id's transaction open past its timeout + 30 s
 //	onceflow_hanging_transaction_recoveries_total  producers created again to abort a hanging transaction
 //	onceflow_state_bytes{store,task}         bytes of a store of a task in the local state (every 30 s)
-//	onceflow_state_disk_bytes                bytes of the state's files (tables, log, manifest)
+//	onceflow_state_disk_bytes                bytes the state directory occupies on disk, as du reports them
 //	onceflow_state_memtable_bytes            bytes the state's memtables allocated
 //	onceflow_build_info{version,revision,go_version}  always 1
 //

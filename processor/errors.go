@@ -35,6 +35,18 @@ var (
 	// Not retryable without a change: every member of the group must run
 	// the same application and release.
 	ErrTaskSplit = errors.New("processor: a task's partitions were split across replicas")
+	// ErrRetention: a topic whose records exist nowhere else (a
+	// dead-letter, rejected, outbox or repartition topic) has a time or
+	// size retention that would delete them, and the cluster refused to
+	// remove it. Not retryable until the topic's retention.ms and
+	// retention.bytes are -1 (the error says what to run).
+	ErrRetention = errors.New("processor: a topic would delete records that exist nowhere else")
+	// ErrNotCopartitioned: the topics one sub-topology reads (merged
+	// topics, a repartition topic beside a source) have different
+	// partition counts, at start or because one grew while the replicas
+	// ran; the partitions only some of them have could not be processed.
+	// Not retryable: give them one partition count.
+	ErrNotCopartitioned = errors.New("processor: input topics of one sub-topology are not co-partitioned")
 	// ErrStopTimeout: Run did not finish its shutdown within StopBound
 	// and returned; the clients close in the background. Retryable: the
 	// next run aborts whatever the replica left open.
@@ -52,6 +64,8 @@ var kinds = []struct {
 	{engine.ErrRepeatedFailure, ErrRepeatedFailure, false},
 	{kafka.ErrInternalOffsetOutOfRange, ErrOffsetOutOfRange, false},
 	{engine.ErrTaskSplit, ErrTaskSplit, false},
+	{kafka.ErrExpiring, ErrRetention, false},
+	{engine.ErrNotCopartitioned, ErrNotCopartitioned, false},
 	{engine.ErrStopTimeout, ErrStopTimeout, true},
 }
 

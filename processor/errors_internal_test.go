@@ -24,6 +24,7 @@ func TestPublicErrors(t *testing.T) {
 		{fmt.Errorf("%w: in/0/12", engine.ErrRepeatedFailure), ErrRepeatedFailure, false},
 		{fmt.Errorf("%w (19s)", engine.ErrStopTimeout), ErrStopTimeout, true},
 		{fmt.Errorf("%w: task 0_1 was given ma[1] without mb[1]", engine.ErrTaskSplit), ErrTaskSplit, false},
+		{fmt.Errorf("engine: dead-letter topic: %w: topic \"shop-sink-hook-dlq\" has retention.ms=604800000", kafka.ErrExpiring), ErrRetention, false},
 		{errors.New("something else"), nil, false},
 	} {
 		err := publicError(tc.in)

@@ -60,8 +60,9 @@ type Status struct {
 	Sinks []SinkStatus
 	// State is the local state's size per store and task, measured every
 	// 30 s (exactly for a store under 8 MiB, else Pebble's estimate of its
-	// files); StateDiskBytes is the size of all the state's files and
-	// StateMemTableBytes what its memtables allocated.
+	// files); StateDiskBytes is what the state directory occupies on disk
+	// (allocated blocks, as du reports them) and StateMemTableBytes what
+	// its memtables allocated.
 	State                              []StoreStatus
 	StateDiskBytes, StateMemTableBytes int64
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The tests that need PostgreSQL (the database sink), against a real server.
 #
-#   scripts/test-pg.sh                  ./sinks/... (go test flags and other packages work too)
+#   scripts/test-pg.sh                  ./sinks/... and the runner's PostgreSQL tests (go test flags and other packages work too)
 #   scripts/test-pg.sh -- make test     any command, with ONCEFLOW_PG_DSN set
 #
 # With ONCEFLOW_PG_DSN set, the tests use that server and nothing is
@@ -32,6 +32,8 @@ if [ "${1:-}" = "--" ]; then
 	exit
 fi
 if [ $# -eq 0 ]; then
-	set -- ./sinks/...
+	# The sinks, then the runner's end-to-end tests against PostgreSQL.
+	"${GO:-go}" test -race -count=1 ./sinks/...
+	set -- -run Pgsink ./internal/sinkrunner/
 fi
 "${GO:-go}" test -race -count=1 "$@"

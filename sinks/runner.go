@@ -22,7 +22,8 @@ const (
 	// HeaderClass is the class of the last error of a dead-lettered
 	// delivery (transient when its retry budget ran out, permanent), or
 	// "conflict" for a delivery never sent because its idempotency key
-	// was delivered before with another payload (dead-lettered under
+	// was delivered before for another request: another payload, or,
+	// with default keys, another request time (dead-lettered under
 	// "<key>!conflict@<outbox partition>/<offset>").
 	HeaderClass = "onceflow-sink-class"
 	// HeaderOutbox names the outbox record of a dead-lettered delivery
@@ -85,18 +86,30 @@ type RunnerConfig struct {
 	// CommitInterval is how often the runner commits the outbox offsets
 	// below which every delivery is settled. Default 1 s.
 	CommitInterval time.Duration
+	// LedgerRetention is how long the ledger keeps a succeeded delivery's
+	// entry after it settled; then the entry is deleted (a tombstone in
+	// its changelog), so the ledger does not grow forever. A request with
+	// the same idempotency key read within it is skipped, one read later
+	// is sent again: it must exceed how long a settled request can be
+	// read again (the runner purges outbox records below its committed
+	// offsets within a minute) and, with a key function, the time within
+	// which a key reused on purpose must be taken for a replay.
+	// Dead-lettered and unknown entries wait for an operator and never
+	// expire. Default 7 days; negative: never.
+	LedgerRetention time.Duration
 }
 
 // Defaults of zero RunnerConfig fields.
 const (
-	DefaultAttemptTimeout = 10 * time.Second
-	DefaultMaxAttempts    = 10
-	DefaultMaxElapsed     = time.Hour
-	DefaultBackoffBase    = 200 * time.Millisecond
-	DefaultBackoffCap     = 30 * time.Second
-	DefaultParallelism    = 16
-	DefaultMaxBuffered    = 1024
-	DefaultCommitInterval = time.Second
+	DefaultAttemptTimeout  = 10 * time.Second
+	DefaultMaxAttempts     = 10
+	DefaultMaxElapsed      = time.Hour
+	DefaultBackoffBase     = 200 * time.Millisecond
+	DefaultBackoffCap      = 30 * time.Second
+	DefaultParallelism     = 16
+	DefaultMaxBuffered     = 1024
+	DefaultCommitInterval  = time.Second
+	DefaultLedgerRetention = 7 * 24 * time.Hour
 )
 
 // WithDefaults returns c with every zero field set to its default.
@@ -111,6 +124,7 @@ func (c RunnerConfig) WithDefaults() RunnerConfig {
 	set(&c.BackoffBase, DefaultBackoffBase)
 	set(&c.BackoffCap, DefaultBackoffCap)
 	set(&c.CommitInterval, DefaultCommitInterval)
+	set(&c.LedgerRetention, DefaultLedgerRetention)
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}

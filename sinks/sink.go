@@ -34,6 +34,23 @@
 // HeaderIdempotencyKey, HeaderError, HeaderAttempts, HeaderClass,
 // HeaderSource and HeaderOutbox.
 //
+// # The fence
+//
+// A runner that its group evicted (stalled, stopped, cut off from the
+// coordinator) stops starting attempts, but an attempt already out can
+// reach the downstream after the partition's new owner has delivered.
+// Every Delivery carries a Fence, higher for every later owner of the
+// outbox partition. A sink that is not idempotent must check it: keep the
+// highest fence per outbox partition where the effect is applied, refuse
+// a lower one with an error wrapping ErrFenced, and apply no effect of a
+// lower fence once a higher one was admitted (FenceGuard does this in
+// memory, for a downstream every runner reaches; sinks/pgsink does it in
+// the effect's own database transaction). The runner takes ErrFenced as
+// proof that it is the zombie: it records nothing for that delivery, ends
+// its session and joins its group again; the owner delivers it. An
+// idempotent sink needs the fence only to keep a zombie's stale write
+// from landing after the owner's.
+//
 // # Metrics
 //
 // With a prometheus.Registerer (processor.Config.Registerer), labelled app
@@ -69,23 +86,11 @@ type Delivery struct {
 	// Attempt counts the attempts, from 1.
 	Attempt int
 	// Fence lets a downstream refuse a late write of a runner that lost
-	// the outbox partition (a zombie): it holds the runner's group
-	// generation and the outbox partition.
+	// the outbox partition (a zombie): see Fence and FenceGuard.
 	Fence Fence
 	// Requested is when the topology wrote the delivery request.
 	Requested time.Time
 }
-
-// Fence is the runner's group generation and the outbox partition of a
-// delivery. For one partition, a later owner always has a higher
-// generation.
-type Fence struct {
-	Generation int32
-	Partition  int32
-}
-
-// String formats the fence as "<generation>/<partition>".
-func (f Fence) String() string { return fmt.Sprintf("%d/%d", f.Generation, f.Partition) }
 
 // Sink applies deliveries. Deliver returns nil once the effect is applied
 // (or was already applied under the same idempotency key). An error is
@@ -96,7 +101,8 @@ type Sink interface {
 	Deliver(ctx context.Context, d Delivery) error
 }
 
-// Func adapts a function to a Sink.
+// Func adapts a function to a Sink. A Func is not Idempotent, so it must
+// check the fence where its effect is applied (see FenceGuard).
 type Func func(ctx context.Context, d Delivery) error
 
 // Deliver calls f.

@@ -40,7 +40,7 @@ func (o *benchOrders) add(k []byte) span {
 	return s
 }
 
-func planBenchOrders(b *testing.B, n int) *benchOrders {
+func planBenchOrders(b testing.TB, n int) *benchOrders {
 	plan, err := gen.PlanOrders(gen.OrdersConfig{
 		Events:         n,
 		DuplicateRate:  gen.DefaultDuplicateRate,

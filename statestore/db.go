@@ -22,6 +22,7 @@ import (
 // method returns ErrClosed.
 type DB struct {
 	pdb    *pebble.DB
+	dir    string // the database's directory; empty: not on the OS's file system
 	log    hclog.Logger
 	wo     *pebble.WriteOptions
 	dedup  map[string]bool
@@ -40,11 +41,15 @@ type DB struct {
 // Open opens (creating if needed) the state database in dir. An empty dir
 // means an in-memory database, for tests.
 func Open(dir string, opts Options) (*DB, error) {
-	fs := vfs.Default
 	if dir == "" {
-		fs = vfs.NewMem()
+		return openFS(dir, vfs.NewMem(), opts)
 	}
-	return openFS(dir, fs, opts)
+	db, err := openFS(dir, vfs.Default, opts)
+	if err != nil {
+		return nil, err
+	}
+	db.dir = dir
+	return db, nil
 }
 
 // openFS is Open on a given file system (tests use it to simulate crashes).
@@ -67,7 +72,8 @@ func openFS(dir string, fs vfs.FS, opts Options) (*DB, error) {
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref() // the DB holds its own reference
 	popts := &pebble.Options{
-		FS:                 fs,
+		FS:                 walFS{fs},
+		Cleaner:            deletingCleaner{},
 		Cache:              cache,
 		Logger:             pebbleLogger{log.Named("pebble")},
 		FormatMajorVersion: pebble.FormatNewest,
@@ -131,16 +137,25 @@ func (db *DB) checkFormat() error {
 	return nil
 }
 
-// Close flushes and closes the database. Txns not yet applied are dropped.
-// Calling Close twice returns ErrClosed.
+// Close flushes the memtable to a table and closes the database. Txns not
+// yet applied are dropped. Calling Close twice returns ErrClosed.
+//
+// Pebble's own Close leaves the memtable's writes in the write-ahead log,
+// to be replayed at the next Open: flushing first leaves the directory
+// with the tables and an empty log, the state's size on disk, and the next
+// Open replays nothing.
 func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return ErrClosed
 	}
-	if err := db.pdb.Close(); err != nil {
-		return fmt.Errorf("statestore: close: %w", err)
+	var errs []error
+	if err := db.pdb.Flush(); err != nil {
+		errs = append(errs, fmt.Errorf("statestore: flush before close: %w", err))
 	}
-	return nil
+	if err := db.pdb.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("statestore: close: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 func (db *DB) check() error {

@@ -63,6 +63,24 @@
 // offset order, so re-applying a suffix the state already includes rewrites
 // the same values and ends in the same state. No crash forces a wipe.
 //
+// # Files on disk
+//
+// The directory holds Pebble's tables, its write-ahead log, a manifest and
+// an options file. The log is what bounds the footprint beyond the data:
+// it holds every batch applied since its memtable was last flushed, so
+// while the database is open it holds up to about two memtables' worth
+// (Options.MemTableSize each: one filling, one being flushed). A log file
+// reserves its blocks a MiB at a time as it grows, instead of Pebble's
+// default of 110 % of MemTableSize up front, and a log made obsolete by a
+// flush is deleted, not kept for reuse (wal.go). Close flushes the
+// memtable first, so a directory closed cleanly holds the tables and an
+// empty log. None of this touches the argument above: every Apply, Restore
+// and Wipe batch is still written to the log and (without NoSync) synced
+// before it returns; a log's reserved blocks and its reuse only ever
+// changed how fast that sync is, and a flush writes a table and records it
+// in the manifest before the log it replaces is deleted. Usage.Disk is
+// what the directory occupies (its allocated blocks, as du reports them).
+//
 // # Dedup stores and their index
 //
 // A dedup store maps an event id to an encoded DedupEntry. To expire entries

@@ -43,9 +43,11 @@ type Options struct {
 	CacheSize int64
 
 	// MemTableSize is the size of one Pebble memtable in bytes; up to two
-	// are held in memory. A Txn or Restore batch of more than half of it is
-	// applied as a memtable of its own, which forces a flush: keep it above
-	// twice the largest transaction. Default (0): DefaultMemTableSize.
+	// are held in memory, and the write-ahead log on disk holds the
+	// batches of the memtables not flushed yet (up to about twice this).
+	// A Txn or Restore batch of more than half of it is applied as a
+	// memtable of its own, which forces a flush: keep it above twice the
+	// largest transaction. Default (0): DefaultMemTableSize.
 	MemTableSize int64
 
 	// ReadCacheEntries bounds the cache of committed values that Txn reads

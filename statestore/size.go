@@ -65,8 +65,10 @@ func (db *DB) LiveBytes(store string, task Task, limit int64) (n int64, complete
 
 // Usage is the footprint of the whole database.
 type Usage struct {
-	// Disk is the bytes of the database's files: tables, write-ahead log,
-	// manifest (for an in-memory database, the same files held in memory).
+	// Disk is what the database's directory occupies on disk: the blocks
+	// allocated to its files (tables, write-ahead log, manifest, options)
+	// and to the directory itself, as du reports it. For an in-memory
+	// database, the length of the same files held in memory.
 	Disk uint64
 	// MemTable is the bytes allocated by memtables, which hold the writes
 	// not flushed to a table yet (Size does not see them).
@@ -79,7 +81,15 @@ func (db *DB) Usage() (Usage, error) {
 		return Usage{}, err
 	}
 	m := db.pdb.Metrics()
-	return Usage{Disk: m.DiskSpaceUsage(), MemTable: m.MemTable.Size}, nil
+	u := Usage{Disk: m.DiskSpaceUsage(), MemTable: m.MemTable.Size}
+	if db.dir != "" {
+		n, err := diskBytes(db.dir)
+		if err != nil {
+			return Usage{}, err
+		}
+		u.Disk = n
+	}
+	return u, nil
 }
 
 // Flush writes the memtable to a table on disk.

@@ -37,7 +37,8 @@ type PunctuateFunc[K, V any] func(ctx Context[K, V], at time.Time) error
 // with it. Its outputs carry the lineage "punctuator/<stage>/<task>" in
 // the onceflow-source header; its deliveries to a sink (ToSink) have
 // default idempotency keys of their own per firing, from that lineage,
-// the punctuator's index on the stage and the time of the firing. An error discards what the punctuation did
+// the punctuator's index on the stage and the time of the firing (and,
+// for stream time, the record after which it fired). An error discards what the punctuation did
 // and is logged; the punctuator runs again at its next interval.
 func Punctuate[K, V any](s Stream[K, V], kind TimeKind, interval time.Duration, fn PunctuateFunc[K, V]) {
 	if s.t == nil || s.node == nil {

@@ -15,11 +15,13 @@ type LagCmd struct {
 
 	Group string        `name:"group" short:"g" required:"" help:"Consumer group (a topology's --app-id)."`
 	Topic string        `name:"topic" short:"t" required:"" help:"Input topic."`
-	Wait  time.Duration `name:"wait" help:"Wait up to this long until the group has committed through the topic's end; exit 1 if it has not."`
+	Wait  time.Duration `name:"wait" help:"Wait up to this long until the group has read every record below the topic's last stable offsets; exit 1 if it has not."`
 	JSON  bool          `name:"json" help:"Print the result as a JSON object."`
 }
 
-// Run prints the group's committed progress through the topic.
+// Run prints the group's committed progress through the topic: its
+// committed offsets against the last stable offsets, and the records it
+// has not read (transaction markers and aborted records not counted).
 func (c *LagCmd) Run(env *Env) error {
 	opts, err := c.clientOptions()
 	if err != nil {
@@ -47,10 +49,27 @@ func (c *LagCmd) Run(env *Env) error {
 		}{p, time.Since(start).Seconds()})
 		fmt.Fprintf(env.Stdout, "%s\n", b)
 	} else {
-		fmt.Fprintf(env.Stdout, "group %s on %s: committed %d of %d, lag %d\n", p.Group, p.Topic, p.Committed, p.End, p.Lag)
+		fmt.Fprintf(env.Stdout, "group %s on %s: committed %d of %d, lag %s%d%s\n", p.Group, p.Topic, p.Committed, p.Stable, atMost(p.Estimated), p.Lag, openNote(p))
 	}
 	if c.Wait > 0 && p.Lag > 0 {
 		return errCheckFailed
 	}
 	return nil
+}
+
+// atMost prefixes a lag counted in offsets (markers included).
+func atMost(estimated bool) string {
+	if estimated {
+		return "at most "
+	}
+	return ""
+}
+
+// openNote mentions the offsets of transactions still open, which no
+// read_committed consumer can read yet.
+func openNote(p verify.Progress) string {
+	if p.End > p.Stable {
+		return fmt.Sprintf(" (%d offsets in open transactions)", p.End-p.Stable)
+	}
+	return ""
 }

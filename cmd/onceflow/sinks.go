@@ -13,7 +13,7 @@ import (
 
 // SinksCmd is `onceflow sinks`.
 type SinksCmd struct {
-	Status  SinksStatusCmd  `cmd:"" help:"Count each sink's deliveries by ledger state (pending, succeeded, failed, dead-lettered, unknown)."`
+	Status  SinksStatusCmd  `cmd:"" help:"Count each sink's outbox records not read yet by its runners (unread: no ledger entry yet) and its deliveries by ledger state (pending, succeeded, failed, dead-lettered, unknown)."`
 	Unknown SinksUnknownCmd `cmd:"" help:"Deliveries parked as unknown (an attempt to a sink that is not idempotent got no answer)."`
 }
 
@@ -48,13 +48,17 @@ func (c *SinksStatusCmd) Run(env *Env) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprint(tw, "SINK\tDELIVERIES")
+	fmt.Fprint(tw, "SINK\tUNREAD\tDELIVERIES")
 	for _, s := range sinkrunner.States {
 		fmt.Fprintf(tw, "\t%s", strings.ToUpper(string(s)))
 	}
 	fmt.Fprintln(tw, "\tIN-FLIGHT")
 	for _, st := range sts {
-		fmt.Fprintf(tw, "%s\t%d", st.Sink, st.Deliveries)
+		unread := fmt.Sprint(st.Unread)
+		if st.UnreadEstimated {
+			unread = "<=" + unread
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d", st.Sink, unread, st.Deliveries)
 		for _, s := range sinkrunner.States {
 			fmt.Fprintf(tw, "\t%d", st.States[string(s)])
 		}

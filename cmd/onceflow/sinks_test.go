@@ -58,7 +58,7 @@ func TestSinksAndDLQCommands(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"sinks", "status"}, []string{"SINK  DELIVERIES  PENDING  SUCCEEDED  FAILED  DEAD-LETTERED  UNKNOWN  IN-FLIGHT", "hook  5           0        2          0       1              2        0"}},
+		{[]string{"sinks", "status"}, []string{"SINK  UNREAD  DELIVERIES  PENDING  SUCCEEDED  FAILED  DEAD-LETTERED  UNKNOWN  IN-FLIGHT", "hook  0       5           0        2          0       1              2        0"}},
 		{[]string{"sinks", "status", "--json"}, []string{`"sink":"hook"`, `"succeeded":2`, `"unknown":2`}},
 		{[]string{"sinks", "unknown", "list", "--sink", "hook"}, []string{"hook:c", "shop-orders/0/7", "no answer", "2 unknown"}},
 		{[]string{"dlq", "list", "--sink", "hook"}, []string{"0/0", "hook:d", "permanent", "status 400", "1 dead letters"}},

@@ -227,17 +227,27 @@ func (e *Engine) Run(ctx context.Context) error {
 	go func() { done <- e.run(ctx) }()
 	select {
 	case err := <-done:
-		return err
+		return cleanStop(ctx, err)
 	case <-ctx.Done():
 	}
 	bound := StopBound(e.cfg.Timeouts)
 	select {
 	case err := <-done:
-		return err
+		return cleanStop(ctx, err)
 	case <-time.After(bound):
 		e.log.Error("stop did not finish in time; returning without it", "bound", bound)
 		return fmt.Errorf("%w (%v)", ErrStopTimeout, bound)
 	}
+}
+
+// cleanStop is Run's error: nil for a step cut short by ctx ending (a stop
+// while connecting or preparing topics is as clean as one while
+// processing), err otherwise.
+func cleanStop(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
+	}
+	return err
 }
 
 func (e *Engine) run(ctx context.Context) error {
@@ -340,7 +350,7 @@ func (e *Engine) loop(ctx context.Context) error {
 			return serr
 		}
 		switch {
-		case errors.Is(err, ErrTaskSplit):
+		case errors.Is(err, ErrTaskSplit), errors.Is(err, ErrNotCopartitioned):
 			return err
 		case errors.Is(err, kafka.ErrFencedInstance), errors.Is(err, kafka.ErrInternalOffsetOutOfRange):
 			return fmt.Errorf("engine: %w", err)

@@ -172,12 +172,12 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 		slowCommits:    counter("onceflow_slow_commits_total", "Commits that took more than half the transaction timeout (a warning is logged for each)."),
 	}
 	m.consumerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "onceflow_consumer_lag",
-		Help: "Records of an owned input partition not yet processed: its end offset as last fetched minus the offset after the last record processed.", ConstLabels: labels}, []string{"topic", "partition"})
+		Help: "Offsets of an owned input partition not yet processed: its end offset as last fetched minus the offset after the last record processed. On an input written in transactions the commit marker after the last record counts 1 (onceflow lag counts records).", ConstLabels: labels}, []string{"topic", "partition"})
 	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "onceflow_build_info",
 		Help: "Always 1: onceflow's module version, the commit it was built from when known, and the Go version.", ConstLabels: labels}, []string{"version", "revision", "go_version"})
 	m.stateBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "onceflow_state_bytes",
 		Help: "Bytes of one store of one task in the local state, measured every 30 s: its keys and values when its tables hold under 8 MiB, else Pebble's estimate of its table bytes.", ConstLabels: labels}, []string{"store", "task"})
-	m.stateDisk = gauge("onceflow_state_disk_bytes", "Bytes of the local state's files: tables, write-ahead log, manifest.")
+	m.stateDisk = gauge("onceflow_state_disk_bytes", "Bytes the local state's directory occupies on disk (allocated blocks, as du reports them): tables, write-ahead log, manifest.")
 	m.stateMemTable = gauge("onceflow_state_memtable_bytes", "Bytes the local state's memtables allocated (writes not yet flushed to its files).")
 	m.txnRecordsLimit = gauge("onceflow_transaction_records_limit", "Consumed records after which a transaction commits early, as in force: the configured value, or less while commits near their deadline.")
 	m.txnInterval = gauge("onceflow_transaction_interval_seconds", "The commit interval in force: the configured value, or less while commits near their deadline.")

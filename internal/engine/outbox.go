@@ -11,7 +11,8 @@ import (
 // (topology.ToSink) until the sink runner has settled them. Like
 // repartition topics they keep records forever (the runner deletes them
 // below its committed offsets); each has a dead-letter topic with as many
-// partitions.
+// partitions, which keeps its records forever too: a dead letter exists
+// nowhere else once the outbox is purged.
 
 // Lineage implements graph.Lineager: the outbox records of a punctuation
 // take their default idempotency key from it (a record's take its
@@ -19,8 +20,8 @@ import (
 func (d *driver) Lineage() string { return d.source() }
 
 // prepareOutboxes creates the outbox topics among want (the output topics
-// and their partition counts) with unlimited retention, and their
-// dead-letter topics.
+// and their partition counts) and their dead-letter topics, all with
+// unlimited retention.
 func (e *Engine) prepareOutboxes(admin *kafka.Admin, want map[string]int32) error {
 	for _, t := range e.g.OutboxTopics() {
 		n, ok := want[t]
@@ -31,11 +32,15 @@ func (e *Engine) prepareOutboxes(admin *kafka.Admin, want map[string]int32) erro
 		if err != nil {
 			return fmt.Errorf("engine: outbox topic: %w", err)
 		}
-		if err := e.keepForever(admin, t); err != nil {
+		if err := e.keepForever(admin, "outbox", t); err != nil {
 			return err
 		}
-		if _, err := admin.Ensure(map[string]int32{graph.DLQTopic(t): got[t]}, nil); err != nil {
+		dlq := graph.DLQTopic(t)
+		if _, err := admin.Ensure(map[string]int32{dlq: got[t]}, kafka.KeepForeverConfigs()); err != nil {
 			return fmt.Errorf("engine: dead-letter topic: %w", err)
+		}
+		if err := e.keepForever(admin, "dead-letter", dlq); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -24,25 +24,29 @@ const repartitionSegmentBytes = "52428800"
 
 // repartitionConfigs are the configs a repartition topic is created with.
 func repartitionConfigs() map[string]*string {
-	del, forever, segment := "delete", "-1", repartitionSegmentBytes
-	return map[string]*string{"cleanup.policy": &del, "retention.ms": &forever, "segment.bytes": &segment}
+	del, segment := "delete", repartitionSegmentBytes
+	configs := kafka.KeepForeverConfigs()
+	configs["cleanup.policy"], configs["segment.bytes"] = &del, &segment
+	return configs
 }
 
-// keepForever sets retention.ms=-1 on a repartition topic that has another
-// value (one created by an earlier release with the broker's default).
-func (e *Engine) keepForever(admin *kafka.Admin, topic string) error {
-	v, ok, err := admin.TopicConfig(topic, "retention.ms")
-	if err != nil || !ok {
-		e.log.Warn("cannot read the repartition topic's retention.ms; records not read yet may be deleted unless it is -1", "topic", topic, "error", err)
+// keepForever removes the time and size retention of a topic whose
+// records exist nowhere else (a repartition, outbox, dead-letter or
+// rejected topic created by an earlier release, or by hand, with the
+// broker's defaults). A retention it cannot remove stops the replica with
+// an error that says what to run; one it cannot read is a warning.
+func (e *Engine) keepForever(admin *kafka.Admin, kind, topic string) error {
+	replaced, err := admin.KeepForever(topic)
+	switch {
+	case errors.Is(err, kafka.ErrRetentionUnknown):
+		e.log.Warn("cannot read the topic's retention; records that exist nowhere else may be deleted unless retention.ms and retention.bytes are -1",
+			"kind", kind, "topic", topic, "error", err)
 		return nil
+	case err != nil:
+		return fmt.Errorf("engine: %s topic: %w", kind, err)
+	case len(replaced) > 0:
+		e.log.Info("topic now keeps its records until they are handled", "kind", kind, "topic", topic, "replaced", replaced)
 	}
-	if v == "-1" {
-		return nil
-	}
-	if err := admin.SetTopicConfig(topic, "retention.ms", "-1"); err != nil {
-		return fmt.Errorf("engine: repartition topic %q has retention.ms=%s, which can delete records not read yet: %w", topic, v, err)
-	}
-	e.log.Info("repartition topic now keeps records until they are purged", "topic", topic, "old_retention_ms", v)
 	return nil
 }
 

@@ -42,6 +42,10 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		e.log.Error("refusing a session that holds part of a task; stopping", "error", err)
 		return nil, err
 	}
+	if err := e.checkCopartitioned(); err != nil {
+		e.log.Error("input topics are no longer co-partitioned; stopping", "error", err)
+		return nil, err
+	}
 	if err := e.checkInternalOffsets(s.Claims()); err != nil {
 		return nil, err
 	}

@@ -28,14 +28,24 @@ const (
 )
 
 // stateSizes remembers which (store, task) series the state-size gauge
-// has, so that a task whose state is gone loses its series.
+// has, so that a task whose state is gone loses its series, and the whole
+// database's last measured footprint, which the disk and memtable gauges
+// and Status report.
 type stateSizes struct {
 	mu struct {
 		sync.Mutex
 		owned    []statestore.StoreTask // the session's store tasks: shown even while empty
 		shown    map[statestore.StoreTask]bool
 		measured time.Time
+		usage    statestore.Usage
 	}
+}
+
+// usage returns the database's last measured footprint.
+func (s *stateSizes) usage() statestore.Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.usage
 }
 
 // own notes the store tasks of a new session (nil when it ends).
@@ -58,8 +68,9 @@ func (s *stateSizes) due(now time.Time) bool {
 
 // measureState sets the state-size gauges: one series per store task
 // owned now or kept on disk (the rest are deleted), and the database's
-// disk and memtable bytes. A failed read is logged and leaves the gauges
-// as they were.
+// disk bytes (the blocks its directory occupies, as du reports them) and
+// memtable bytes. A failed read is logged and leaves the gauges as they
+// were.
 func (e *Engine) measureState() {
 	if e.db == nil {
 		return
@@ -93,7 +104,10 @@ func (e *Engine) measureState() {
 		}
 	}
 	s.mu.shown = now
-	if u, err := e.db.Usage(); err == nil {
+	if u, err := e.db.Usage(); err != nil {
+		e.log.Warn("cannot measure the state's disk use", "error", err)
+	} else {
+		s.mu.usage = u
 		e.m.stateDisk.Set(float64(u.Disk))
 		e.m.stateMemTable.Set(float64(u.MemTable))
 	}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,4 +117,66 @@ func TestStateSizeMeasuredPeriodically(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// onceflow_state_disk_bytes, and Status's StateDisk, is what du reports
+// for the state directory: the blocks allocated to its files and to
+// itself (Stat_t.Blocks*512), not the files' lengths; the write-ahead log
+// reserves blocks ahead of its end, so the two differ while it is open.
+func TestStateDiskBytesIsDu(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry(), "app", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db, err := statestore.Open(dir, statestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	e := &Engine{m: m, log: hclog.NewNullLogger(), db: db}
+	st := statestore.StoreTask{Store: "totals", Task: statestore.Task{SubTopology: 0, Partition: 0}}
+	put := func(from, n int) {
+		t.Helper()
+		tx := db.Begin()
+		for i := from; i < from+n; i++ {
+			if err := tx.Put(st.Store, st.Task, fmt.Appendf(nil, "k%06d", i), bytes.Repeat([]byte("v"), 1000)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Apply(map[statestore.StoreTask]int64{st: int64(from + n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(0, 2000)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	put(2000, 100) // in the log and the memtable only
+	e.measureState()
+
+	var du int64
+	err = filepath.Walk(dir, func(path string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		var s syscall.Stat_t
+		if err := syscall.Lstat(path, &s); err != nil {
+			return err
+		}
+		du += s.Blocks * 512
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gaugeValue(m.stateDisk); got != du {
+		t.Errorf("onceflow_state_disk_bytes %d, allocated blocks under the state directory %d", got, du)
+	}
+	if got := int64(e.sizes.usage().Disk); got != du {
+		t.Errorf("StateDisk %d, allocated blocks under the state directory %d", got, du)
+	}
+	if du < 2000*1000 {
+		t.Errorf("allocated blocks under the state directory: %d, want at least the 2 MB flushed", du)
+	}
 }

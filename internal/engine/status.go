@@ -47,7 +47,9 @@ type Status struct {
 	AbortsSinceCommit int
 	StallTimeout      time.Duration
 	// State is the measured size of each store of each task kept locally;
-	// StateDisk and StateMemTable the whole state's files and memtables.
+	// StateDisk is what the state's directory occupies on disk (allocated
+	// blocks, as du reports them), StateMemTable what its memtables
+	// allocated.
 	State                    []StoreSize
 	StateDisk, StateMemTable int64
 	// TxnRecords and TxnInterval are the transaction size in force: the
@@ -158,7 +160,8 @@ func (e *Engine) Status() Status {
 	}
 	st.Rejections = byLabel(e.m.rejected, "reason")
 	st.State = e.storeSizes()
-	st.StateDisk, st.StateMemTable = gaugeValue(e.m.stateDisk), gaugeValue(e.m.stateMemTable)
+	u := e.sizes.usage()
+	st.StateDisk, st.StateMemTable = int64(u.Disk), int64(u.MemTable)
 	st.TxnRecords = gaugeValue(e.m.txnRecordsLimit)
 	st.TxnInterval = time.Duration(gaugeFloat(e.m.txnInterval) * float64(time.Second)).Round(time.Microsecond)
 	st.TxnShrunk = st.TxnRecords < int64(e.cfg.CommitRecords) || st.TxnInterval < e.cfg.CommitInterval

@@ -7,6 +7,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
@@ -59,9 +60,11 @@ func (d *driver) streamTimers(b *kafka.Batch, task statestore.Task) error {
 		return err
 	}
 	now := d.state.StreamTime(task)
+	last := &b.Records[len(b.Records)-1]
+	after := last.Topic + "/" + strconv.Itoa(int(last.Partition)) + "/" + strconv.FormatInt(last.Offset, 10)
 	for _, tm := range timers {
 		if d.sched.Due(tm, task.Partition, now) {
-			if err := d.punctuate(tm, task, now); err != nil {
+			if err := d.punctuate(tm, task, now, after); err != nil {
 				return err
 			}
 		}
@@ -96,7 +99,7 @@ func (d *driver) wallTimers() {
 					}
 					opened = true
 				}
-				if err := d.punctuate(tm, statestore.Task{SubTopology: sub, Partition: p}, now); err != nil {
+				if err := d.punctuate(tm, statestore.Task{SubTopology: sub, Partition: p}, now, ""); err != nil {
 					d.fail("state", err)
 					return
 				}
@@ -146,10 +149,12 @@ func (d *driver) firstSource(sub int) *graph.Node {
 }
 
 // punctuate fires one timer on task, as if a record of the task arrived:
-// its outputs, rejections and state join the open transaction. A
-// punctuation that fails leaves nothing and is logged; the error returned
-// is a state failure (the transaction cannot go on).
-func (d *driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time) error {
+// its outputs, rejections and state join the open transaction. after
+// names the last record processed before a stream-time firing ("" for a
+// wall-clock one; see graph.Context.Punctuate). A punctuation that fails
+// leaves nothing and is logged; the error returned is a state failure
+// (the transaction cannot go on).
+func (d *driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time, after string) error {
 	d.out = d.out[:0]
 	d.rejects = d.rejects[:0]
 	lineage := "punctuator/" + tm.Node.Name + "/" + taskName(task.SubTopology, task.Partition)
@@ -164,7 +169,7 @@ func (d *driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time
 		d.state.SetTask(task)
 		st = d.state
 	}
-	err := d.gctx.Punctuate(tm, at, &d.input, d, st)
+	err := d.gctx.Punctuate(tm, at, after, &d.input, d, st)
 	tl, bs := d.takeTooLarge(), d.takeBadStamp()
 	switch {
 	case tl != nil:

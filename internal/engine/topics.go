@@ -43,18 +43,11 @@ func (e *Engine) prepare(ctx context.Context) error {
 	}
 	want := map[string]int32{}
 	var maxParts int32
+	copart := e.copartitioned(have)
 	for _, st := range e.g.SubTopologies {
 		var n int32
 		for _, t := range st.SourceTopics {
-			p, ok := have[t]
-			if !ok {
-				continue
-			}
-			if n != 0 && p != n {
-				errs = append(errs, fmt.Errorf("sub-topology %d reads topics that are not co-partitioned: %s", st.ID, describeParts(st.SourceTopics, have)))
-				break
-			}
-			n = p
+			n = max(n, have[t])
 		}
 		maxParts = max(maxParts, n)
 		for _, t := range st.SinkTopics {
@@ -62,9 +55,11 @@ func (e *Engine) prepare(ctx context.Context) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("engine: %w", err)
+		return errors.Join(fmt.Errorf("engine: %w", err), copart)
 	}
-	want[e.rejected] = max(maxParts, 1)
+	if copart != nil {
+		return copart
+	}
 	if err := e.prepareOutboxes(admin, want); err != nil {
 		return err
 	}
@@ -72,6 +67,15 @@ func (e *Engine) prepare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	// Rejected records are kept until an operator has looked at them.
+	rejected, err := admin.Ensure(map[string]int32{e.rejected: max(maxParts, 1)}, kafka.KeepForeverConfigs())
+	if err != nil {
+		return fmt.Errorf("engine: rejected topic: %w", err)
+	}
+	if err := e.keepForever(admin, "rejected", e.rejected); err != nil {
+		return err
+	}
+	parts[e.rejected] = rejected[e.rejected]
 	written := slices.Collect(maps.Keys(parts))
 	e.changelogParts = map[string]int32{}
 	if len(e.stores) > 0 {
@@ -153,7 +157,7 @@ func (e *Engine) prepareLinks(admin *kafka.Admin, links []string, have map[strin
 			if got[t] != n {
 				return fmt.Errorf("engine: repartition topic %q has %d partitions, its writer %d: delete it to have it recreated", t, got[t], n)
 			}
-			if err := e.keepForever(admin, t); err != nil {
+			if err := e.keepForever(admin, "repartition", t); err != nil {
 				return err
 			}
 			have[t] = n
@@ -161,6 +165,52 @@ func (e *Engine) prepareLinks(admin *kafka.Admin, links []string, have map[strin
 		}
 	}
 	return nil
+}
+
+// ErrNotCopartitioned is returned by Run when the source topics of one
+// sub-topology (merged topics, a repartition topic beside a source) have
+// different partition counts: partition p of some of them has no partner
+// in the others, so its task cannot be formed, and the task assignor
+// leaves it out. Found at start, or by a running replica's next session
+// when one of the topics grew. Not retryable: give every topic of the
+// sub-topology the same partition count, then start the replicas again.
+var ErrNotCopartitioned = errors.New("engine: input topics of one sub-topology are not co-partitioned")
+
+// copartitioned checks that the source topics of every sub-topology have
+// one partition count, as have gives them (topics it lacks are skipped).
+func (e *Engine) copartitioned(have map[string]int32) error {
+	var errs []string
+	for _, st := range e.g.SubTopologies {
+		var n int32
+		for _, t := range st.SourceTopics {
+			p, ok := have[t]
+			if !ok {
+				continue
+			}
+			if n != 0 && p != n {
+				errs = append(errs, fmt.Sprintf("sub-topology %d reads %s", st.ID, describeParts(st.SourceTopics, have)))
+				break
+			}
+			n = p
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (the partitions only some of them have are not processed)", ErrNotCopartitioned, strings.Join(errs, "; "))
+}
+
+// checkCopartitioned checks, at the start of a session, that no source
+// topic grew alone since the replica started: the added partitions would
+// be left unprocessed, silently. A metadata failure is logged and lets
+// the session go on.
+func (e *Engine) checkCopartitioned() error {
+	have, err := e.admin.Partitions(e.g.SourceTopics()...)
+	if err != nil {
+		e.log.Warn("cannot read the input topics' partition counts to check them", "error", err)
+		return nil
+	}
+	return e.copartitioned(have)
 }
 
 func describeParts(topics []string, have map[string]int32) string {

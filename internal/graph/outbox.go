@@ -27,7 +27,9 @@ type Outbox struct {
 	// the consumed record's "topic/partition/offset" on the topic it was
 	// read from (a repartition or through topic too), or, for a
 	// punctuation, "punctuator/<stage>/<task>/<timer>@<firing time>"
-	// (RFC 3339, UTC).
+	// (RFC 3339, UTC), followed for a stream-time one by
+	// "/<topic>/<partition>/<offset>" of the consumed record after which
+	// it fired.
 	Key func(k, v any) (string, error)
 }
 
@@ -86,24 +88,30 @@ func (c *Context) coordinates() string {
 // start from, unique to it and the same when it runs again: the consumed
 // record's coordinates (not its lineage, which every record read back
 // from a fan-out shares), or, for a punctuation, the punctuator's
-// lineage and timer with the time of the firing.
+// lineage and timer with the time of the firing and, for a stream-time
+// one, the record after which it fired.
 func (c *Context) origin() string {
 	if c.originKey != "" {
 		return c.originKey
 	}
 	if c.punct.on {
 		c.originKey = c.lineage() + "/" + strconv.Itoa(c.punct.timer) + "@" + c.punct.at.UTC().Format(time.RFC3339Nano)
+		if c.punct.after != "" {
+			c.originKey += "/" + c.punct.after
+		}
 	} else {
 		c.originKey = c.coordinates()
 	}
 	return c.originKey
 }
 
-// punctuation marks a Context running a timer: which one, and when.
+// punctuation marks a Context running a timer: which one, when, and
+// after which consumed record (stream time).
 type punctuation struct {
 	on    bool
 	timer int
 	at    time.Time
+	after string
 }
 
 // outboxHeaders returns the headers of an outbox record for r: the

@@ -99,10 +99,15 @@ func (s *Schedule) Due(r TimerRef, partition int32, now time.Time) bool {
 // record: Fire forwards to the node's children, reads and writes the
 // node's stores through st, and its outputs and rejections go to out. in
 // stands for the input record (there is none: its coordinates name the
-// task). An error fails the whole punctuation.
-func (c *Context) Punctuate(r TimerRef, at time.Time, in *Input, out Emitter, st State) error {
+// task). after is, for a stream-time firing, the coordinates
+// ("topic/partition/offset") of the consumed record whose stream time
+// brought the timer due ("" for a wall-clock one): one stream time can
+// bring a timer due again in a later session (stream time is not kept
+// for every task), the record cannot. An error fails the whole
+// punctuation.
+func (c *Context) Punctuate(r TimerRef, at time.Time, after string, in *Input, out Emitter, st State) error {
 	*c = Context{node: r.Node, input: in, out: out, state: st, outboxSeq: c.outboxSeq[:0],
-		punct: punctuation{on: true, timer: r.Index, at: at}}
+		punct: punctuation{on: true, timer: r.Index, at: at, after: after}}
 	err := r.Timer().Fire(c, at)
 	if c.failed != nil {
 		return c.failed

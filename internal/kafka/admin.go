@@ -92,6 +92,28 @@ func (a *Admin) Partitions(topics ...string) (map[string]int32, error) {
 	return out, nil
 }
 
+// TopicIDs returns the topic id of each topic that exists, in hex ("" when
+// the broker gives topics no id): a topic deleted and created again under
+// its name has another.
+func (a *Admin) TopicIDs(topics ...string) (map[string]string, error) {
+	ms, err := a.admin.DescribeTopics(topics)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: describe topics: %w", err)
+	}
+	out := map[string]string{}
+	for _, m := range ms {
+		if m.Err != sarama.ErrNoError {
+			continue
+		}
+		if m.Uuid == (sarama.Uuid{}) {
+			out[m.Name] = ""
+			continue
+		}
+		out[m.Name] = m.Uuid.String()
+	}
+	return out, nil
+}
+
 // Ensure creates each missing topic with the partition count given. An
 // existing topic is left as it is; its actual count is returned.
 func (a *Admin) Ensure(want map[string]int32, configs map[string]*string) (map[string]int32, error) {

@@ -98,6 +98,11 @@ func Refused(what string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrRefused, what, err)
 }
 
+// IsRebalancing reports whether err is the coordinator's answer that the
+// group is rebalancing (REBALANCE_IN_PROGRESS): routine, the member joins
+// the next generation.
+func IsRebalancing(err error) bool { return errors.Is(err, sarama.ErrRebalanceInProgress) }
+
 // IsMembershipLost reports whether the group coordinator answered that
 // this member no longer holds its generation: it was evicted or replaced
 // (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION), another replica took its

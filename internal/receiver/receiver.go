@@ -180,7 +180,7 @@ type Receiver struct {
 		rng      *rand.Rand
 		keys     map[string]*entry
 		payloads map[[sha256.Size]byte]int64 // effects per payload hash
-		fences   map[int32]int32             // highest generation per partition
+		fences   map[int32]int64             // highest generation per partition
 		stats    Stats
 	}
 }
@@ -209,7 +209,7 @@ func New(cfg Config) (*Receiver, error) {
 	r.mu.rng = rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	r.mu.keys = make(map[string]*entry)
 	r.mu.payloads = make(map[[sha256.Size]byte]int64)
-	r.mu.fences = make(map[int32]int32)
+	r.mu.fences = make(map[int32]int64)
 	r.mu.stats.Answers = make(map[string]int64)
 	return r, nil
 }
@@ -368,8 +368,8 @@ func (r *Receiver) misbehaveLocked() string {
 // checkFenceLocked counts a fence whose generation went back for its
 // partition.
 func (r *Receiver) checkFenceLocked(fence string) {
-	var f sinks.Fence
-	if _, err := fmt.Sscanf(fence, "%d/%d", &f.Generation, &f.Partition); err != nil {
+	f, err := sinks.ParseFence(fence)
+	if err != nil {
 		return
 	}
 	if seen, ok := r.mu.fences[f.Partition]; ok && f.Generation < seen {

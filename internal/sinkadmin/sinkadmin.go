@@ -26,7 +26,7 @@ import (
 	"github.com/onceflow/onceflow/sinks"
 )
 
-// Status is one sink's ledger, counted.
+// Status is one sink's ledger, counted, and its backlog.
 type Status struct {
 	Sink string `json:"sink"`
 	// Ledger is the ledger's changelog topic.
@@ -40,7 +40,20 @@ type Status struct {
 	InFlight int `json:"in_flight"`
 	// Undecodable counts ledger values that did not decode.
 	Undecodable int `json:"undecodable,omitempty"`
+	// Outbox is the sink's outbox topic.
+	Outbox string `json:"outbox"`
+	// Unread counts the outbox records the sink runners' group has not
+	// read yet (delivery requests and commands), up to the last stable
+	// offsets: the backlog, which has no ledger entry yet. Transaction
+	// markers and aborted records are not counted.
+	Unread int64 `json:"unread"`
+	// UnreadEstimated is set when a partition was too far behind to count
+	// record by record: Unread is then an upper bound.
+	UnreadEstimated bool `json:"unread_estimated,omitempty"`
 }
+
+// RunnerGroup is the consumer group of app's sink runners.
+func RunnerGroup(app string) string { return app + "-sinks" }
 
 // Delivery is one ledger entry with its idempotency key.
 type Delivery struct {
@@ -162,7 +175,7 @@ func Count(sink string, ds []Delivery, undecodable int) Status {
 }
 
 // StatusOf reads and counts the ledgers of the given sinks (every sink of
-// app when none is given).
+// app when none is given), and the records of their outboxes not read yet.
 func StatusOf(ctx context.Context, brokers []string, app string, names []string, extra ...kgo.Opt) ([]Status, error) {
 	if len(names) == 0 {
 		var err error
@@ -177,7 +190,13 @@ func StatusOf(ctx context.Context, brokers []string, app string, names []string,
 			return nil, err
 		}
 		st := Count(name, ds, bad)
-		st.Ledger = graph.LedgerTopic(outboxPrefix(app) + name)
+		st.Outbox = outboxPrefix(app) + name
+		st.Ledger = graph.LedgerTopic(st.Outbox)
+		p, err := verify.GroupProgress(ctx, brokers, RunnerGroup(app), st.Outbox, extra...)
+		if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
+			return nil, fmt.Errorf("sinkadmin: backlog of %s: %w", name, err)
+		}
+		st.Unread, st.UnreadEstimated = p.Lag, p.Estimated
 		out = append(out, st)
 	}
 	return out, nil

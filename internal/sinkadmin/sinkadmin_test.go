@@ -83,13 +83,30 @@ func TestStatus(t *testing.T) {
 	if !slices.Equal(names, []string{"db", "hook"}) {
 		t.Fatalf("sinks %v, want [db hook]", names)
 	}
+	// Three requests in hook's outbox, the runners' group committed past
+	// the first: two unread. db has no outbox yet.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 3 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "shop-sink-hook", Value: fmt.Appendf(nil, "r%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "shop-sink-hook", Partition: 0, At: 1, LeaderEpoch: -1})
+	if _, err := kadm.NewClient(cl).CommitOffsets(ctx, RunnerGroup("shop"), offs); err != nil {
+		t.Fatal(err)
+	}
 	sts, err := StatusOf(ctx, brokers, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := fmt.Sprint(sts)
-	want := "[{db shop-sink-db-ledger-changelog 1 map[dead-lettered:0 failed:0 pending:0 succeeded:1 unknown:0] 0 0}" +
-		" {hook shop-sink-hook-ledger-changelog 4 map[dead-lettered:1 failed:0 pending:1 succeeded:1 unknown:1] 1 1}]"
+	want := "[{db shop-sink-db-ledger-changelog 1 map[dead-lettered:0 failed:0 pending:0 succeeded:1 unknown:0] 0 0 shop-sink-db 0 false}" +
+		" {hook shop-sink-hook-ledger-changelog 4 map[dead-lettered:1 failed:0 pending:1 succeeded:1 unknown:1] 1 1 shop-sink-hook 2 false}]"
 	if got != want {
 		t.Errorf("status\n %s\nwant\n %s", got, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
 )
@@ -21,11 +22,23 @@ func payloadHash(payload []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// conflicts reports whether an outbox record with payload reuses the
-// key of this entry for another payload. An entry written before entries
-// kept a hash conflicts with nothing.
-func (e Entry) conflicts(payload []byte) bool {
-	return e.State != "" && e.PayloadHash != "" && e.PayloadHash != payloadHash(payload)
+// conflicts says why an outbox record reuses the key of this entry for
+// another request ("" when it does not): another payload; or, for a key
+// made from the consumed record's coordinates (defaultKey), another
+// request time, as when the input topic was recreated or its offsets
+// reset, so its offsets name other records. An entry written before
+// entries kept a hash (or a request time) conflicts with nothing by it.
+func (e Entry) conflicts(rec *kafka.Record, defaultKey bool) string {
+	switch {
+	case e.State == "":
+		return ""
+	case e.PayloadHash != "" && e.PayloadHash != payloadHash(rec.Value):
+		return "it has another payload"
+	case defaultKey && !e.Requested.IsZero() && e.Requested.UnixMilli() != rec.Timestamp.UnixMilli():
+		return fmt.Sprintf("it has the same payload, requested at another time (%s, was %s): the input topic was recreated or its offsets reset",
+			rec.Timestamp.UTC().Format(time.RFC3339Nano), e.Requested.UTC().Format(time.RFC3339Nano))
+	}
+	return ""
 }
 
 // conflictKey is the key under which the ledger and the dead-letter
@@ -36,21 +49,28 @@ func conflictKey(key string, rec *kafka.Record) string {
 }
 
 // conflict handles an outbox record whose idempotency key the ledger
-// holds with another payload (a key function that gives two deliveries
-// one key, or a recreated input topic whose offsets start again). It is
+// holds for another request, for the reason why (a key function that
+// gives two deliveries one key, or a recreated input topic whose offsets
+// start again). It is
 // neither skipped as settled nor sent under that key, which would
 // apply one payload's effect for another: it goes on under its own
 // conflict key, dead-lettered (class conflict) the first time, as that
 // key's ledger entry says after (skipped once dead-lettered, delivered
 // once redriven). It returns the key, entry and action to go on with,
 // and false when the ledger could not be read.
-func (r *Runner) conflict(p *partition, rec *kafka.Record, key string, e Entry) (string, Entry, Action, bool) {
+func (r *Runner) conflict(p *partition, rec *kafka.Record, key string, e Entry, why string) (string, Entry, Action, bool) {
 	sk := p.sink
 	ckey := conflictKey(key, rec)
 	ce, err := r.ledgers.get(sk.ledger, p.part, ckey)
 	if err != nil {
-		r.log.Error("read ledger", "sink", sk.name, "key", ckey, "error", err)
-		return "", Entry{}, Skip, false
+		if ce, err = undecodable(ce, err, header(rec.Headers, kafka.SourceHeader), r.cfg.Now()); err != nil {
+			r.log.Error("cannot read the delivery ledger; joining again", "sink", sk.name, "key", ckey, "error", err)
+			p.ss.cancel()
+			p.ss.end()
+			return "", Entry{}, Skip, false
+		}
+		r.log.Error("ledger entry does not decode; delivery parked as unknown", "sink", sk.name, "key", ckey, "error", ce.LastError)
+		return ckey, ce, Park, true
 	}
 	if ce.State != "" {
 		ce, act := ce.Resume(sk.idempotent, r.cfg.Now())
@@ -59,12 +79,12 @@ func (r *Runner) conflict(p *partition, rec *kafka.Record, key string, e Entry) 
 	now := r.cfg.Now()
 	hash := payloadHash(rec.Value)
 	source := header(rec.Headers, kafka.SourceHeader)
-	r.log.Error("idempotency key reused with another payload; not sent, dead-lettering it under a key of its own",
-		"sink", sk.name, "key", key, "state", e.State, "payload_sha256", e.PayloadHash, "source", e.Source,
+	r.log.Error("idempotency key reused by another request; not sent, dead-lettering it under a key of its own",
+		"sink", sk.name, "key", key, "why", why, "state", e.State, "payload_sha256", e.PayloadHash, "source", e.Source,
 		"conflict_key", ckey, "conflict_payload_sha256", hash, "conflict_source", source,
 		"outbox", rec.Topic+"/"+strconv.Itoa(int(rec.Partition))+"/"+strconv.FormatInt(rec.Offset, 10))
-	ce = Entry{State: Failed, Class: ClassConflict, Source: source, First: now, Updated: now, PayloadHash: hash,
-		LastError: fmt.Sprintf("conflict: idempotency key %q is %s with another payload (sha256 %s, source %q); this payload (sha256 %s) was not sent",
-			key, e.State, e.PayloadHash, e.Source, hash)}
+	ce = Entry{State: Failed, Class: ClassConflict, Source: source, First: now, Updated: now, PayloadHash: hash, Requested: rec.Timestamp,
+		LastError: fmt.Sprintf("conflict: idempotency key %q is %s for another request (sha256 %s, source %q); this one (sha256 %s) was not sent: %s",
+			key, e.State, e.PayloadHash, e.Source, hash, why)}
 	return ckey, ce, DeadLetter, true
 }

@@ -20,16 +20,27 @@ import (
 //     never sent), failed (dead-lettered) or pending (sent again).
 //
 // A command read again after a restart (its offset is below the entry's
-// Command) or one the entry's state does not allow is skipped, with a
-// warning. It returns false when the ledger could not be written.
+// Command, counted in the same outbox: not one deleted and created again
+// since, whose offsets started again) was applied already: its delivery
+// resumes where the runner
+// that applied it stopped (delivered, or parked when an attempt was out
+// to a sink that is not idempotent), and is skipped only once settled.
+// A command the entry's state does not allow is skipped, with a warning.
+// It returns false when the ledger could not be written.
 func (r *Runner) command(ctx context.Context, p *partition, rec *kafka.Record, key string, e Entry) (Entry, Action, bool) {
 	sk := p.sink
 	cmd := header(rec.Headers, sinks.HeaderCommand)
 	as := header(rec.Headers, sinks.HeaderResolveAs)
 	log := r.log.With("sink", sk.name, "key", key, "command", cmd, "offset", rec.Offset)
-	if e.Command > rec.Offset {
-		log.Debug("command applied already")
-		return e, Skip, true
+	outbox := p.ss.outboxIDs[rec.Topic]
+	if e.Command > rec.Offset && (e.CommandOutbox == "" || e.CommandOutbox == outbox) {
+		if e.Settled() {
+			log.Debug("command applied already")
+			return e, Skip, true
+		}
+		next, act := e.Resume(sk.idempotent, r.cfg.Now())
+		log.Info("command applied already, its delivery unsettled; resuming it", "state", e.State, "in_flight", e.InFlight, "next", act)
+		return next, act, true
 	}
 	now := r.cfg.Now()
 	was := e.State
@@ -53,7 +64,7 @@ func (r *Runner) command(ctx context.Context, p *partition, rec *kafka.Record, k
 		log.Warn("command ignored", "state", e.State, "error", err)
 		return e, Skip, true
 	}
-	next.Command = rec.Offset + 1
+	next.Command, next.CommandOutbox = rec.Offset+1, outbox
 	next.RecordKey, next.Payload = nil, nil
 	if was == Unknown {
 		r.m.unknown.WithLabelValues(sk.name).Dec()

@@ -49,6 +49,10 @@ type Entry struct {
 	// resolve) applied to the delivery: a command at a lower offset,
 	// read again after a restart or a move, was applied already.
 	Command int64 `json:"command,omitempty"`
+	// CommandOutbox is the topic id of the outbox Command counts in: a
+	// command read from an outbox recreated since (another id, offsets
+	// started again) is compared with none of its offsets.
+	CommandOutbox string `json:"command_outbox,omitempty"`
 	// RecordKey and Payload are the outbox record of a delivery parked as
 	// unknown, kept so that resolving it as retry can send it again after
 	// the outbox record is gone.
@@ -57,6 +61,14 @@ type Entry struct {
 	// PayloadHash is the hex SHA-256 of the delivery's payload: the same
 	// key read again with another payload is a conflict, not a replay.
 	PayloadHash string `json:"payload_sha256,omitempty"`
+	// Requested is the timestamp of the outbox record that created the
+	// entry: with a default idempotency key (the consumed record's
+	// coordinates), the same key read again with another request time is
+	// another request whose input offsets started again, not a replay.
+	Requested time.Time `json:"requested,omitzero"`
+	// Undecodable is the ledger value this entry replaced, kept as it was
+	// when the runner could not decode it (see ClassUndecodable).
+	Undecodable []byte `json:"undecodable,omitempty"`
 }
 
 // Action is what the runner does next with a delivery.
@@ -78,6 +90,10 @@ const (
 func (a Action) String() string {
 	return [...]string{"deliver", "retry", "dead-letter", "park", "skip"}[a]
 }
+
+// ErrUndecodable is returned (wrapped) for a ledger value this release
+// cannot read: corrupt, or written by a newer release. Not retryable.
+var ErrUndecodable = errors.New("sinkrunner: ledger entry does not decode")
 
 // ErrTransition is an event the entry's state does not allow.
 var ErrTransition = errors.New("sinkrunner: transition not allowed")
@@ -191,16 +207,16 @@ func EncodeEntry(e Entry) []byte {
 }
 
 // DecodeEntry decodes a ledger value. A state it does not know is an
-// error, not an entry the runner would skip as settled.
+// error (ErrUndecodable), not an entry the runner would skip as settled.
 func DecodeEntry(b []byte) (Entry, error) {
 	var e Entry
 	if err := json.Unmarshal(b, &e); err != nil {
-		return Entry{}, fmt.Errorf("sinkrunner: ledger entry: %w", err)
+		return Entry{}, fmt.Errorf("%w: %w", ErrUndecodable, err)
 	}
 	switch e.State {
 	case "", Pending, Succeeded, Failed, DeadLettered, Unknown:
 	default:
-		return Entry{}, fmt.Errorf("sinkrunner: ledger entry: unknown state %q", e.State)
+		return Entry{}, fmt.Errorf("%w: unknown state %q", ErrUndecodable, e.State)
 	}
 	return e, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/sinks"
 )
 
@@ -98,4 +99,58 @@ func step(e Entry, ev []string, idempotent bool, at time.Time) (string, Entry) {
 		return fmt.Sprintf("round trip: %v %+v", err, back), e
 	}
 	return s, next
+}
+
+// TestExpired: only a succeeded entry settled for longer than the
+// retention expires; a negative retention keeps everything.
+func TestExpired(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for _, c := range []struct {
+		state     State
+		age       time.Duration
+		retention time.Duration
+		want      bool
+	}{
+		{Succeeded, 2 * time.Hour, time.Hour, true},
+		{Succeeded, time.Hour, time.Hour, false},
+		{Succeeded, 30 * time.Minute, time.Hour, false},
+		{Succeeded, 1000 * time.Hour, -1, false},
+		{DeadLettered, 2 * time.Hour, time.Hour, false},
+		{Unknown, 2 * time.Hour, time.Hour, false},
+		{Pending, 2 * time.Hour, time.Hour, false},
+		{Failed, 2 * time.Hour, time.Hour, false},
+	} {
+		e := Entry{State: c.state, Updated: now.Add(-c.age)}
+		if got := e.expired(c.retention, now); got != c.want {
+			t.Errorf("%s, %v old, retention %v: expired %v, want %v", c.state, c.age, c.retention, got, c.want)
+		}
+	}
+}
+
+// TestConflictReasons: when the same key read again is another request.
+func TestConflictReasons(t *testing.T) {
+	at := time.UnixMilli(1_700_000_000_000)
+	settled := Entry{State: Succeeded, PayloadHash: payloadHash([]byte("apple")), Requested: at}
+	old := Entry{State: Succeeded, PayloadHash: payloadHash([]byte("apple"))} // an earlier release's: no request time
+	rec := func(payload string, ts time.Time) *kafka.Record {
+		return &kafka.Record{Value: []byte(payload), Timestamp: ts}
+	}
+	for _, c := range []struct {
+		name       string
+		e          Entry
+		r          *kafka.Record
+		defaultKey bool
+		conflict   bool
+	}{
+		{"replay", settled, rec("apple", at), true, false},
+		{"another payload", settled, rec("pear", at), false, true},
+		{"another time, default key", settled, rec("apple", at.Add(time.Second)), true, true},
+		{"another time, key function", settled, rec("apple", at.Add(time.Second)), false, false},
+		{"another time, no time kept", old, rec("apple", at.Add(time.Second)), true, false},
+		{"no entry", Entry{}, rec("pear", at.Add(time.Second)), true, false},
+	} {
+		if why := c.e.conflicts(c.r, c.defaultKey); (why != "") != c.conflict {
+			t.Errorf("%s: conflict %q, want %v", c.name, why, c.conflict)
+		}
+	}
 }

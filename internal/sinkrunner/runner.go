@@ -4,7 +4,9 @@
 // delivery's state (see Entry), failed attempts are retried with backoff,
 // permanent failures and spent budgets go to the dead-letter topic, and
 // unknown outcomes to sinks that are not idempotent are parked. Outbox
-// offsets are committed only below the lowest delivery not settled.
+// offsets are committed only below the lowest delivery not settled. A
+// dead letter and the ledger entry that marks it are written in one
+// transaction; succeeded entries expire after the ledger retention.
 package sinkrunner
 
 import (
@@ -53,6 +55,10 @@ type Config struct {
 	// partition below the committed offset are deleted. Zero:
 	// DefaultPurgeInterval.
 	PurgeInterval time.Duration
+	// ExpireInterval is how often, at most, the ledger entries past the
+	// ledger retention (Sinks.LedgerRetention) are deleted. Zero:
+	// DefaultExpireInterval.
+	ExpireInterval time.Duration
 	// StallTimeout is how long the runner may make no progress before
 	// Health reports a stall (never less than AttemptTimeout plus
 	// BackoffCap). Zero: DefaultStallTimeout.
@@ -67,6 +73,9 @@ type sink struct {
 	ledger     string
 	deliverer  sinks.Sink
 	idempotent bool
+	// defaultKeys: idempotency keys are the default ones, made from the
+	// consumed record's coordinates (no key function).
+	defaultKeys bool
 }
 
 // Runner delivers the outboxes of one application.
@@ -80,8 +89,10 @@ type Runner struct {
 	rnd    *rand.Rand
 
 	crashed atomic.Bool
+	admin   *kafka.Admin
 	ledgers *ledgers
 	p       *kafka.Producer
+	tp      *kafka.Producer
 	purge   *purger
 
 	progress progress
@@ -112,6 +123,9 @@ func New(cfg Config, g *graph.Graph) (*Runner, error) {
 	if cfg.PurgeInterval == 0 {
 		cfg.PurgeInterval = DefaultPurgeInterval
 	}
+	if cfg.ExpireInterval == 0 {
+		cfg.ExpireInterval = DefaultExpireInterval
+	}
 	if cfg.Rand == nil {
 		seed := uint64(time.Now().UnixNano())
 		cfg.Rand = rand.New(rand.NewPCG(seed, seed>>1))
@@ -123,7 +137,8 @@ func New(cfg Config, g *graph.Graph) (*Runner, error) {
 		if !ok || d == nil {
 			return nil, fmt.Errorf("sinkrunner: sink %q has no Sink", n.Outbox.Sink)
 		}
-		s := &sink{name: n.Outbox.Sink, outbox: n.Topic, dlq: graph.DLQTopic(n.Topic), ledger: graph.LedgerTopic(n.Topic), deliverer: d}
+		s := &sink{name: n.Outbox.Sink, outbox: n.Topic, dlq: graph.DLQTopic(n.Topic), ledger: graph.LedgerTopic(n.Topic), deliverer: d,
+			defaultKeys: n.Outbox.Key == nil}
 		if i, ok := d.(sinks.Idempotent); ok {
 			s.idempotent = i.Idempotent()
 		}
@@ -169,10 +184,17 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.progress.touch(r.cfg.Now())
 	admin, err := kafka.Connect(ctx, r.cfg.Client)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while connecting: a clean stop
+		}
 		return fmt.Errorf("sinkrunner: %w", err)
 	}
 	defer admin.Close()
-	if err := r.prepare(admin); err != nil {
+	r.admin = admin
+	if err := r.prepare(ctx, admin); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting for the outboxes
+		}
 		return err
 	}
 	r.purge = newPurger(admin, r.cfg.PurgeInterval, r.cfg.Now, r.log, r.m.purges)
@@ -229,6 +251,11 @@ func (r *Runner) Run(ctx context.Context) error {
 		if errors.Is(err, kafka.ErrFencedInstance) {
 			return fmt.Errorf("sinkrunner: %w", err)
 		}
+		if errors.Is(err, errSessionEnded) {
+			r.log.Debug("session ended during its setup; joining again", "error", err)
+			backoff = 100 * time.Millisecond
+			continue
+		}
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("group session failed; joining again", "error", err, "backoff", backoff)
 			_ = r.cfg.Sleep(ctx, backoff)
@@ -245,14 +272,26 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
-// openLedgers starts the ledger writer with a producer of its own.
+// TransactionalID is the transactional id of the runner's dead-letter
+// writes: "<app id>-<instance id>/sinks" (an instance id holds no '/', so
+// it is never a replica's own).
+func TransactionalID(app, instance string) string { return app + "-" + instance + "/sinks" }
+
+// openLedgers starts the ledger writer with producers of its own. The
+// transactional one is initialised at once, which aborts a transaction
+// the runner's previous process left open.
 func (r *Runner) openLedgers(db *statestore.DB) error {
 	p, err := kafka.NewProducer(r.cfg.Client, r.cfg.Timeouts, "", true, 0)
 	if err != nil {
 		return fmt.Errorf("sinkrunner: %w", err)
 	}
-	r.p = p
-	r.ledgers = newLedgers(db, p, kafka.NewChangelogReader(r.cfg.Client, r.cfg.Timeouts.WithDefaults().Transaction))
+	tp, err := kafka.NewProducer(r.cfg.Client, r.cfg.Timeouts, TransactionalID(r.cfg.AppID, r.cfg.InstanceID), true, 0)
+	if err != nil {
+		p.Close()
+		return fmt.Errorf("sinkrunner: %w", err)
+	}
+	r.p, r.tp = p, tp
+	r.ledgers = newLedgers(db, p, tp, kafka.NewChangelogReader(r.cfg.Client, r.cfg.Timeouts.WithDefaults().Transaction))
 	r.ledgers.fault = r.ledgerFault
 	return nil
 }
@@ -265,13 +304,15 @@ func (r *Runner) closeLedgers() {
 	}
 	r.ledgers.close()
 	r.p.Close()
-	r.ledgers, r.p = nil, nil
+	r.tp.Close()
+	r.ledgers, r.p, r.tp = nil, nil, nil
 }
 
-// prepare creates the dead-letter and ledger changelog topics, with the
-// partition count of their outboxes (the engine creates the outboxes; a
-// runner that starts first waits for them).
-func (r *Runner) prepare(admin *kafka.Admin) error {
+// prepare creates the dead-letter topics (unlimited retention) and ledger
+// changelog topics, with the partition count of their outboxes (the
+// engine creates the outboxes; a runner that starts first waits for them,
+// until ctx ends).
+func (r *Runner) prepare(ctx context.Context, admin *kafka.Admin) error {
 	for _, t := range r.topics {
 		s := r.sinks[t]
 		var n int32
@@ -286,18 +327,42 @@ func (r *Runner) prepare(admin *kafka.Admin) error {
 			if i == 0 {
 				r.log.Info("waiting for the outbox topic", "topic", t)
 			}
-			time.Sleep(200 * time.Millisecond)
+			if err := r.cfg.Sleep(ctx, 200*time.Millisecond); err != nil {
+				return err
+			}
 			if i > 300 {
 				return fmt.Errorf("sinkrunner: outbox topic %q does not exist (%w)", t, kafka.ErrTopicMissing)
 			}
 		}
-		if _, err := admin.Ensure(map[string]int32{s.dlq: n}, nil); err != nil {
+		if _, err := admin.Ensure(map[string]int32{s.dlq: n}, kafka.KeepForeverConfigs()); err != nil {
 			return fmt.Errorf("sinkrunner: dead-letter topic: %w", err)
+		}
+		if err := r.keepForever(admin, s.dlq); err != nil {
+			return err
 		}
 		compact := "compact"
 		if _, err := admin.Ensure(map[string]int32{s.ledger: n}, map[string]*string{"cleanup.policy": &compact}); err != nil {
 			return fmt.Errorf("sinkrunner: ledger changelog: %w", err)
 		}
+	}
+	return nil
+}
+
+// keepForever removes the time and size retention of a dead-letter topic
+// (one created by an earlier release with the broker's defaults): a dead
+// letter exists nowhere else once its outbox is purged. A retention it
+// cannot remove stops the runner with an error that says what to run; one
+// it cannot read is a warning.
+func (r *Runner) keepForever(admin *kafka.Admin, topic string) error {
+	replaced, err := admin.KeepForever(topic)
+	switch {
+	case errors.Is(err, kafka.ErrRetentionUnknown):
+		r.log.Warn("cannot read the dead-letter topic's retention; dead letters may be deleted unless retention.ms and retention.bytes are -1", "topic", topic, "error", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("sinkrunner: dead-letter topic: %w", err)
+	case len(replaced) > 0:
+		r.log.Info("dead-letter topic now keeps its records until they are handled", "topic", topic, "replaced", replaced)
 	}
 	return nil
 }

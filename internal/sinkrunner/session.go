@@ -2,6 +2,7 @@ package sinkrunner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -29,6 +30,9 @@ type session struct {
 	wg     sync.WaitGroup // dispatcher, committer, deliveries
 	mu     sync.Mutex
 	unk    map[string]int // unknown entries counted on the gauge, per sink
+	// outboxIDs are the topic ids of the outboxes when the session began
+	// (none when they could not be read).
+	outboxIDs map[string]string
 	// proven is when (monotonic nanoseconds since start) the last
 	// heartbeat or offset commit that the coordinator accepted for this
 	// generation was sent: no attempt starts once it is half the session
@@ -36,6 +40,9 @@ type session struct {
 	// given the partitions to another runner.
 	proven atomic.Int64
 	start  time.Time
+	// lostGen is set once the coordinator said this runner no longer
+	// holds its generation, or the proof grew too old.
+	lostGen atomic.Bool
 }
 
 // Setup restores the ledger of every claimed partition and starts
@@ -49,32 +56,60 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	gen := s.Metadata().GenerationID
 	ss.start = time.Now()
 	ss.proven.Store(0) // the join that opened the session proves the generation
+	ids, err := r.admin.TopicIDs(r.topics...)
+	if err != nil {
+		r.log.Warn("cannot read the outbox topic ids; commands are told apart by their offsets alone", "error", err)
+	}
+	ss.outboxIDs = ids
 	for topic, ps := range s.Claims() {
 		sk := r.sinks[topic]
 		ss.parts[topic] = map[int32]*partition{}
 		for _, p := range ps {
 			n, err := r.ledgers.restore(ss.ctx, sk.ledger, p)
+			if err != nil && s.Context().Err() != nil {
+				// Routine: a rebalance or a stop. The next owner
+				// restores from the changelog.
+				r.log.Info("ledger restore stopped: the session ended", "error", err)
+				return nil, fmt.Errorf("%w: %w", errSessionEnded, err)
+			}
 			if err != nil {
 				return nil, err
 			}
 			ss.unk[sk.name] += n
 			r.m.unknown.WithLabelValues(sk.name).Add(float64(n))
-			ss.parts[topic][p] = newPartition(ss, sk, p, gen)
+			fence, err := r.ledgers.fence(ss.ctx, sk.ledger, p)
+			if err != nil {
+				return nil, fmt.Errorf("sinkrunner: record the fence of %s/%d: %w", topic, p, err)
+			}
+			ss.parts[topic][p] = newPartition(ss, sk, p, fence)
 		}
 	}
-	if err := ss.prove(); kafka.IsMembershipLost(err) {
-		return nil, fmt.Errorf("sinkrunner: the group took the partitions back during the ledger restore: %w", err)
+	// The fences are in the changelogs; a heartbeat sent after them must
+	// be accepted before the first attempt. A later owner joins a later
+	// generation, after that heartbeat, so it records its fences after
+	// these and gets higher ones.
+	if err := ss.proveFences(); err != nil {
+		if kafka.IsRebalancing(err) {
+			r.log.Info("session ended by a rebalance during the ledger restore")
+			return nil, fmt.Errorf("%w: %w", errSessionEnded, err)
+		}
+		return nil, err
 	}
 	r.log.Info("delivering", "generation", gen, "claims", s.Claims())
 	ss.in = make(chan kafka.Batch, 16)
 	ss.wg.Go(ss.dispatch)
 	ss.wg.Go(ss.commitLoop)
 	ss.wg.Go(ss.fenceLoop)
+	ss.wg.Go(ss.expireLoop)
 	r.progress.cur.Store(ss)
 	r.progress.ready.Store(true)
 	r.progress.touch(r.cfg.Now())
 	return ss.in, nil
 }
+
+// errSessionEnded marks a Setup cut short because its session ended (a
+// rebalance, a stop): not a failure, the runner joins again at once.
+var errSessionEnded = errors.New("sinkrunner: the session ended during its setup")
 
 // Cleanup stops new attempts, waits for the attempts out (each bounded by
 // the attempt timeout), and commits what is settled.
@@ -174,6 +209,27 @@ func (ss *session) prove() error {
 	return err
 }
 
+// proveFences sends heartbeats until one is accepted, for at most half
+// the session timeout (after which no attempt could start anyway).
+func (ss *session) proveFences() error {
+	deadline := time.Now().Add(ss.sessionTimeout() / 2)
+	for {
+		err := ss.prove()
+		switch {
+		case err == nil:
+			return nil
+		case kafka.IsMembershipLost(err):
+			return fmt.Errorf("sinkrunner: the group took the partitions back during the ledger restore: %w", err)
+		case ss.ctx.Err() != nil || time.Now().After(deadline):
+			return fmt.Errorf("sinkrunner: no heartbeat accepted after recording the fences: %w", err)
+		}
+		ss.r.log.Debug("heartbeat after recording the fences", "error", err)
+		if ss.r.cfg.Sleep(ss.ctx, 100*time.Millisecond) != nil {
+			return fmt.Errorf("sinkrunner: no heartbeat accepted after recording the fences: %w", err)
+		}
+	}
+}
+
 // provenAt records a proof of the generation sent at sent (since start).
 func (ss *session) provenAt(sent time.Duration) {
 	for {
@@ -188,15 +244,27 @@ func (ss *session) provenAt(sent time.Duration) {
 // and the generation was proven within half the session timeout. A
 // session that is no longer live is ended, so the runner joins again.
 func (ss *session) live() bool {
-	if ss.ctx.Err() != nil {
+	return ss.ctx.Err() == nil && ss.held()
+}
+
+// held reports whether the runner still holds its partitions as far as
+// the group is concerned: the coordinator has not said otherwise and the
+// generation was proven within half the session timeout, so no other
+// runner can have restored their ledgers yet. A session ended for
+// another reason (a failed ledger write, a stop) still holds them until
+// it rejoins. When the proof is too old the session is ended.
+func (ss *session) held() bool {
+	if ss.lostGen.Load() {
 		return false
 	}
 	age := time.Since(ss.start) - time.Duration(ss.proven.Load())
 	if age < ss.sessionTimeout()/2 {
 		return true
 	}
-	ss.r.log.Warn("no heartbeat or commit confirmed for half the session timeout; stopping deliveries before the group gives the partitions to another runner",
-		"unconfirmed", age.Round(time.Millisecond), "session_timeout", ss.sessionTimeout())
+	if !ss.lostGen.Swap(true) {
+		ss.r.log.Warn("no heartbeat or commit confirmed for half the session timeout; stopping deliveries before the group gives the partitions to another runner",
+			"unconfirmed", age.Round(time.Millisecond), "session_timeout", ss.sessionTimeout())
+	}
 	ss.cancel()
 	ss.end()
 	return false
@@ -205,8 +273,21 @@ func (ss *session) live() bool {
 // lost ends the session at once: the coordinator said this runner no
 // longer holds its generation, so its partitions are another's.
 func (ss *session) lost(err error) {
-	if ss.ctx.Err() == nil {
+	if !ss.lostGen.Swap(true) {
 		ss.r.log.Info("the group took this runner's partitions; stopping deliveries", "generation", ss.s.Metadata().GenerationID, "error", err)
+	}
+	ss.cancel()
+	ss.end()
+}
+
+// fenced ends the session at once: a downstream refused a delivery
+// because it saw a higher fence for the partition, so another runner owns
+// it. Nothing is written to the ledger for the delivery: an entry written
+// now could land after the owner's and undo it.
+func (ss *session) fenced(p *partition, key string, err error) {
+	if ss.ctx.Err() == nil {
+		ss.r.log.Warn("a sink refused this runner's fence: another runner owns the partition; stopping deliveries and joining again",
+			"sink", p.sink.name, "key", key, "fence", p.fence, "error", err)
 	}
 	ss.cancel()
 	ss.end()
@@ -276,9 +357,9 @@ type item struct {
 	settled bool
 }
 
-func newPartition(ss *session, sk *sink, p int32, gen int32) *partition {
+func newPartition(ss *session, sk *sink, p int32, fence int64) *partition {
 	c := ss.r.cfg.Sinks
-	pt := &partition{ss: ss, sink: sk, part: p, fence: sinks.Fence{Generation: gen, Partition: p},
+	pt := &partition{ss: ss, sink: sk, part: p, fence: sinks.Fence{Generation: fence, Partition: p},
 		slots: make(chan struct{}, c.Parallelism), room: make(chan struct{}, c.MaxBuffered)}
 	pt.mu.keys = map[string][]*item{}
 	pt.mu.next, pt.mu.committed = -1, -1
@@ -396,19 +477,24 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 	d := sinks.Delivery{Sink: sk.name, IdempotencyKey: key, Payload: rec.Value, Source: header(rec.Headers, kafka.SourceHeader),
 		Fence: p.fence, Requested: rec.Timestamp}
 	e, err := r.ledgers.get(sk.ledger, p.part, key)
-	if err != nil {
-		r.log.Error("read ledger", "sink", sk.name, "key", key, "error", err)
-		return false
-	}
 	var act Action
-	if header(rec.Headers, sinks.HeaderCommand) != "" {
+	if err != nil {
+		if e, err = undecodable(e, err, d.Source, r.cfg.Now()); err != nil {
+			r.log.Error("cannot read the delivery ledger; joining again", "sink", sk.name, "key", key, "error", err)
+			p.ss.cancel()
+			p.ss.end()
+			return false
+		}
+		r.log.Error("ledger entry does not decode; delivery parked as unknown", "sink", sk.name, "key", key, "error", e.LastError)
+		act = Park
+	} else if header(rec.Headers, sinks.HeaderCommand) != "" {
 		var ok bool
 		if e, act, ok = r.command(ctx, p, rec, key, e); !ok {
 			return false
 		}
-	} else if e.conflicts(rec.Value) {
+	} else if why := e.conflicts(rec, sk.defaultKeys); why != "" {
 		var ok bool
-		if key, e, act, ok = r.conflict(p, rec, key, e); !ok {
+		if key, e, act, ok = r.conflict(p, rec, key, e, why); !ok {
 			return false
 		}
 		d.IdempotencyKey = key
@@ -417,6 +503,9 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 	}
 	if e.PayloadHash == "" {
 		e.PayloadHash = payloadHash(rec.Value)
+	}
+	if e.State == "" {
+		e.Requested = rec.Timestamp
 	}
 	var first time.Time
 	for {
@@ -470,6 +559,18 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 			<-p.slots
 			return false // nothing went out
 		}
+		if !sk.idempotent && !p.ss.held() {
+			// The ledger write took long enough for the group to have
+			// moved the partition: another runner may have restored the
+			// ledger without this entry and sent the request. Nothing
+			// goes out; the attempt stays recorded as out, so whoever
+			// resumes the delivery parks it as unknown. (A session ended
+			// for another reason still holds the partition: the entry
+			// is in the changelog before any other owner restores, so
+			// the attempt goes out as recorded.)
+			<-p.slots
+			return false
+		}
 		d.Attempt = e.Attempts
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Sinks.AttemptTimeout)
 		start := time.Now()
@@ -486,6 +587,10 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 			return true
 		}
 		r.progress.touch(now)
+		if errors.Is(derr, sinks.ErrFenced) {
+			p.ss.fenced(p, key, derr)
+			return false // nothing applied, nothing recorded: the partition's owner delivers it
+		}
 		class, retryAfter := sinks.Classify(derr)
 		wait := r.backoff(e.Attempts, retryAfter)
 		exhausted := e.Attempts >= r.cfg.Sinks.MaxAttempts || now.Add(wait).Sub(first) > r.cfg.Sinks.MaxElapsed
@@ -497,6 +602,13 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 		}
 		r.m.retries.WithLabelValues(sk.name).Inc()
 		r.log.Debug("attempt failed; retrying", "sink", sk.name, "key", key, "attempt", e.Attempts, "class", class, "wait", wait, "error", derr)
+		if !sk.idempotent && !p.ss.held() {
+			// The partition may be another runner's by now, which found
+			// the attempt recorded as out and parked the delivery: a
+			// retry state written over that would hide it. The entry
+			// stays as it is; whoever resumes the delivery parks it.
+			return false
+		}
 		if !sk.idempotent && !r.record(ctx, p, key, e, nil) {
 			return false
 		}

@@ -1,9 +1,11 @@
 package sinkrunner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/onceflow/onceflow/internal/kafka"
@@ -13,15 +15,21 @@ import (
 
 // ledgers keeps the delivery ledgers of every outbox partition the runner
 // owns in Pebble, each backed by a compacted changelog topic. Writes go
-// through one goroutine that owns the producer: it sends the changelog
+// through one goroutine that owns the producers: it sends the changelog
 // records (and dead-letter records) of every write waiting, waits for all
 // of them to be acknowledged, then applies them to Pebble with the
 // changelog offsets, and answers each write. So an entry in Pebble is
 // always in the changelog first, and a write that returned survives a
-// crash and a move of the partition.
+// crash and a move of the partition. A batch that carries a dead letter
+// is one Kafka transaction (producer tp), so the dead letter and the
+// entry that marks it are both written or neither: a runner that dies or
+// fails between the two leaves neither a dead letter its ledger does not
+// know (written again after the restart, or beside a delivery parked as
+// unknown) nor an entry without its dead letter.
 type ledgers struct {
 	db     *statestore.DB
-	p      *kafka.Producer
+	p      *kafka.Producer // idempotent: batches without dead letters
+	tp     *kafka.Producer // transactional: batches with dead letters
 	reader *kafka.ChangelogReader
 	writes chan *write
 	stop   chan struct{}
@@ -32,49 +40,91 @@ type ledgers struct {
 }
 
 // write is one ledger entry to record, with an optional dead-letter
-// record to write with it.
+// record to write with it, or one entry to delete.
 type write struct {
 	ledger    string // the ledger's changelog topic (and store name)
 	partition int32
 	key       string
 	entry     Entry
 	dlq       *kafka.Message
-	done      chan error
+	delete    bool // a tombstone: the entry expired
+	// fence: the write is the fence record (see fence), not an entry.
+	fence bool
+	// offset is, once done, the changelog offset after the batch's
+	// last record of the partition.
+	offset int64
+	done   chan error
 }
+
+// fenceKey keys the fence record of a ledger partition. No idempotency
+// key starts with a NUL byte; the record is a tombstone, so it leaves
+// nothing in the ledger.
+const fenceKey = "\x00onceflow-fence"
 
 func task(p int32) statestore.Task { return statestore.Task{Partition: p} }
 
-func newLedgers(db *statestore.DB, p *kafka.Producer, reader *kafka.ChangelogReader) *ledgers {
-	l := &ledgers{db: db, p: p, reader: reader, writes: make(chan *write, 1024), stop: make(chan struct{}), done: make(chan struct{})}
+func newLedgers(db *statestore.DB, p, tp *kafka.Producer, reader *kafka.ChangelogReader) *ledgers {
+	l := &ledgers{db: db, p: p, tp: tp, reader: reader, writes: make(chan *write, 1024), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.run()
 	return l
 }
 
-// get returns the entry of key in a ledger (zero when none).
+// get returns the entry of key in a ledger (zero when none). A value that
+// does not decode is an error (ErrUndecodable) with an entry that holds
+// only that value, in Undecodable.
 func (l *ledgers) get(store string, p int32, key string) (Entry, error) {
 	b, ok, err := l.db.Get(store, task(p), []byte(key))
 	if err != nil || !ok {
 		return Entry{}, err
 	}
-	return DecodeEntry(b)
+	e, err := DecodeEntry(b)
+	if err != nil {
+		return Entry{Undecodable: bytes.Clone(b)}, err
+	}
+	return e, nil
 }
 
 // put records an entry (and its dead-letter record) durably.
-func (l *ledgers) put(ctx context.Context, w *write) error {
-	w.done = make(chan error, 1)
-	select {
-	case l.writes <- w:
-	case <-l.stop:
-		return errors.New("sinkrunner: ledger closed")
-	case <-ctx.Done():
-		return ctx.Err()
+func (l *ledgers) put(ctx context.Context, w *write) error { return l.putAll(ctx, []*write{w}) }
+
+// putAll records writes durably, in as few ledger batches as the writer
+// makes of them, and returns the first error.
+func (l *ledgers) putAll(ctx context.Context, ws []*write) error {
+	for _, w := range ws {
+		w.done = make(chan error, 1)
+		select {
+		case l.writes <- w:
+		case <-l.stop:
+			return errors.New("sinkrunner: ledger closed")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	select {
-	case err := <-w.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	for _, w := range ws {
+		select {
+		case err := <-w.done:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	return nil
+}
+
+// fence records in a ledger partition's changelog that this runner is
+// taking the partition, and returns the changelog offset after that
+// record: the generation of the fence of the runner's deliveries from the
+// partition (sinks.Fence). Offsets of one partition only rise, whatever
+// happens to the group, so a later owner's fence, recorded after this
+// one, is higher.
+func (l *ledgers) fence(ctx context.Context, store string, p int32) (int64, error) {
+	w := &write{ledger: store, partition: p, key: fenceKey, fence: true}
+	if err := l.put(ctx, w); err != nil {
+		return 0, err
+	}
+	return w.offset, nil
 }
 
 // close stops the writer once the writes queued are done.
@@ -109,8 +159,8 @@ func (l *ledgers) run() {
 	}
 }
 
-// apply writes a batch: changelog and dead-letter records, acknowledged,
-// then Pebble.
+// apply writes a batch: changelog and dead-letter records, acknowledged
+// (committed, when the batch holds a dead letter), then Pebble.
 func (l *ledgers) apply(batch []*write) error {
 	l.mu.Lock()
 	failed := l.err
@@ -129,29 +179,63 @@ func (l *ledgers) apply(batch []*write) error {
 	if err != nil {
 		return l.fail(err)
 	}
-	l.p.ResetTracked()
-	for _, w := range batch {
-		if w.dlq != nil {
-			l.p.Send(w.dlq)
-		}
-		l.p.Send(&kafka.Message{Topic: w.ledger, Partition: w.partition, Key: []byte(w.key), Value: EncodeEntry(w.entry), Track: true})
+	p := l.p
+	if slices.ContainsFunc(batch, func(w *write) bool { return w.dlq != nil }) {
+		p = l.tp
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
-	err = l.p.Flush(ctx)
+	p.ResetTracked()
+	if p == l.tp {
+		if err := p.Begin(); err != nil {
+			return l.fail(err)
+		}
+	}
+	for _, w := range batch {
+		if w.dlq != nil {
+			p.Send(w.dlq)
+		}
+		m := &kafka.Message{Topic: w.ledger, Partition: w.partition, Key: []byte(w.key), Value: EncodeEntry(w.entry), Track: true}
+		if w.delete || w.fence {
+			m.Value = nil
+		}
+		p.Send(m)
+	}
+	if p == l.tp {
+		if err = p.Commit(ctx); err != nil {
+			if aerr := p.Abort(ctx); aerr != nil {
+				err = fmt.Errorf("%w (abort: %v)", err, aerr)
+			}
+		}
+	} else {
+		err = p.Flush(ctx)
+	}
 	var offsets map[string]map[int32]int64
 	if err == nil {
-		offsets, err = l.p.TrackedOffsets(ctx)
+		offsets, err = p.TrackedOffsets(ctx)
 	}
 	if err == nil {
 		txn := l.db.Begin()
 		defer txn.Discard()
-		applied := map[statestore.StoreTask]int64{}
+		sent := map[statestore.StoreTask]int64{}
 		for _, w := range batch {
-			if err = txn.Put(w.ledger, task(w.partition), []byte(w.key), EncodeEntry(w.entry)); err != nil {
+			w.offset = offsets[w.ledger][w.partition]
+			sent[statestore.StoreTask{Store: w.ledger, Task: task(w.partition)}]++
+			if w.fence {
+				continue
+			}
+			if w.delete {
+				err = txn.Delete(w.ledger, task(w.partition), []byte(w.key))
+			} else {
+				err = txn.Put(w.ledger, task(w.partition), []byte(w.key), EncodeEntry(w.entry))
+			}
+			if err != nil {
 				break
 			}
-			applied[statestore.StoreTask{Store: w.ledger, Task: task(w.partition)}] = offsets[w.ledger][w.partition]
+		}
+		var applied map[statestore.StoreTask]int64
+		if err == nil {
+			applied, err = l.positions(sent, offsets)
 		}
 		if err == nil {
 			err = txn.Apply(applied)
@@ -161,6 +245,37 @@ func (l *ledgers) apply(batch []*write) error {
 		return l.fail(err)
 	}
 	return nil
+}
+
+// positions returns the changelog position to record per ledger
+// partition after a batch that sent n records to it and whose last one
+// ended before after. It is after when the batch's records directly
+// follow the recorded position, as when this runner is the partition's
+// only writer. Otherwise another runner wrote in between (this one lost
+// the partition and wrote once more, as a zombie, after the new owner
+// had written), and the position stays where it was, so the next restore
+// reads the other runner's entries, this batch's again after them. A
+// transaction's commit marker (a batch with a dead letter) leaves such a
+// gap too: which offset holds the marker is not known here, so the
+// position stays until a restore reads past it.
+func (l *ledgers) positions(sent map[statestore.StoreTask]int64, offsets map[string]map[int32]int64) (map[statestore.StoreTask]int64, error) {
+	pos := make(map[statestore.StoreTask]int64, len(sent))
+	for st, n := range sent {
+		prev, ok, err := l.db.Offset(st.Store, st.Task)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			prev = 0 // restore reads such a partition from its start
+		}
+		after := offsets[st.Store][st.Task.Partition]
+		if after-n == prev {
+			pos[st] = after
+		} else {
+			pos[st] = prev
+		}
+	}
+	return pos, nil
 }
 
 // fail makes the writer unusable after a failed write: which of its

@@ -11,19 +11,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Progress is how far a consumer group has committed through a topic.
+// Progress is how far a consumer group has read a topic.
 type Progress struct {
 	Group     string `json:"group"`
 	Topic     string `json:"topic"`
-	Committed int64  `json:"committed"` // records below the committed offsets
-	End       int64  `json:"end"`       // records below the end offsets
-	Lag       int64  `json:"lag"`
+	Committed int64  `json:"committed"` // the sum of the committed offsets (a partition without one: its log start)
+	Stable    int64  `json:"stable"`    // the sum of the last stable offsets: below them every transaction has ended
+	End       int64  `json:"end"`       // the sum of the end offsets (high watermarks)
+	// Lag is the number of records the group has yet to read below the
+	// last stable offsets, as a read_committed consumer is given them:
+	// transaction markers and aborted records are not counted.
+	Lag int64 `json:"lag"`
+	// Estimated is set when a partition was too far behind to count
+	// record by record: its lag is its offsets, markers included, an upper
+	// bound.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
-// GroupProgress reads the group's committed offsets and the topic's end
-// offsets (offsets count records from 0 on each partition; control records
-// of transactions written to the topic count too, so this is exact for
-// topics written without transactions, such as generated input).
+// countBudget bounds the offsets GroupProgress reads to count the lag
+// exactly; waitBudget bounds those of each poll of WaitCaughtUp, whose lag
+// only has to be exact near zero.
+const (
+	countBudget = 100_000
+	waitBudget  = 20_000
+)
+
+// GroupProgress reads the group's committed offsets and counts the records
+// of the topic it has not read yet, up to each partition's last stable
+// offset (see Progress.Lag: on a topic written in transactions, the
+// markers after the committed offset are not lag).
 //
 // extra are client options appended to the defaults (TLS, SASL:
 // clientcfg.Security.Options).
@@ -33,34 +49,79 @@ func GroupProgress(ctx context.Context, brokers []string, group, topic string, e
 		return Progress{}, err
 	}
 	defer cl.Close()
-	return groupProgress(ctx, kadm.NewClient(cl), group, topic)
+	return groupProgress(ctx, cl, group, topic, countBudget)
 }
 
-func groupProgress(ctx context.Context, adm *kadm.Client, group, topic string) (Progress, error) {
+func groupProgress(ctx context.Context, cl *kgo.Client, group, topic string, budget int64) (Progress, error) {
 	p := Progress{Group: group, Topic: topic}
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	adm := kadm.NewClient(cl)
+	tds, err := adm.ListTopics(ctx, topic)
 	if err != nil {
-		return p, fmt.Errorf("verify: end offsets of %q: %w", topic, err)
+		return p, fmt.Errorf("verify: metadata for %q: %w", topic, err)
 	}
-	if err := ends.Error(); err != nil {
-		return p, fmt.Errorf("verify: end offsets of %q: %w", topic, err)
+	td, ok := tds[topic]
+	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return p, topicNotFoundError{topic}
 	}
-	ends.Each(func(o kadm.ListedOffset) { p.End += o.Offset })
+	if td.Err != nil {
+		return p, fmt.Errorf("verify: metadata for %q: %w", topic, td.Err)
+	}
+	list := func(what string, fn func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[int32]int64, error) {
+		lo, err := fn(ctx, topic)
+		if err == nil {
+			err = lo.Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("verify: %s offsets of %q: %w", what, topic, err)
+		}
+		m := map[int32]int64{}
+		lo.Each(func(o kadm.ListedOffset) { m[o.Partition] = o.Offset })
+		return m, nil
+	}
+	starts, err := list("start", adm.ListStartOffsets)
+	if err != nil {
+		return p, err
+	}
+	stable, err := list("last stable", adm.ListCommittedOffsets)
+	if err != nil {
+		return p, err
+	}
+	ends, err := list("end", adm.ListEndOffsets)
+	if err != nil {
+		return p, err
+	}
 	resp, err := adm.FetchOffsets(ctx, group)
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		return p, fmt.Errorf("verify: committed offsets of group %q: %w", group, err)
 	}
-	for _, o := range resp[topic] {
-		if o.Err == nil && o.At > 0 {
-			p.Committed += o.At
+	var spans []span
+	for _, part := range td.Partitions.Sorted() {
+		id := part.Partition
+		from := starts[id]
+		if o, ok := resp.Lookup(topic, id); ok && o.Err == nil && o.At >= 0 {
+			from = max(from, o.At)
+		}
+		p.Committed += from
+		p.Stable += stable[id]
+		p.End += ends[id]
+		if from < stable[id] {
+			spans = append(spans, span{partition: id, leader: part.Leader, from: from, to: stable[id]})
 		}
 	}
-	p.Lag = p.End - p.Committed
+	counts, exact, err := unread(ctx, cl, topic, td.ID, spans, budget)
+	if err != nil {
+		return p, err
+	}
+	for _, n := range counts {
+		p.Lag += n
+	}
+	p.Estimated = !exact
 	return p, nil
 }
 
-// WaitCaughtUp polls until the group has committed through the topic's
-// current end, calling report on every poll. An error the cluster clears
+// WaitCaughtUp polls until the group has read every record of the topic
+// below its last stable offsets (a lag of 0, see GroupProgress), calling
+// report on every poll. An error the cluster clears
 // by itself (a coordinator not available yet: a fresh cluster creating its
 // offsets topic, a group just created) is polled past until ctx ends; any
 // other error is returned at once. extra are client options, as for
@@ -71,11 +132,10 @@ func WaitCaughtUp(ctx context.Context, brokers []string, group, topic string, ev
 		return Progress{}, err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	for {
-		p, err := groupProgress(ctx, adm, group, topic)
+		p, err := groupProgress(ctx, cl, group, topic, waitBudget)
 		switch {
-		case err != nil && !kerr.IsRetriable(err):
+		case err != nil && !kerr.IsRetriable(err) && !errors.Is(err, ErrTopicNotFound):
 			return p, err
 		case err == nil && report != nil:
 			report(p)

@@ -11,9 +11,13 @@
 // A server that honours the draft applies the effect once per key: it
 // answers 400 when the key is missing, 409 while a request with the same
 // key is still being processed, and 422 when the key is reused with a
-// different payload. The sink classifies answers and failures accordingly
-// (see Sink.Deliver): 409 and 408, 425, 429, 5xx are transient (with the
-// answer's Retry-After), 422 and other 4xx permanent, and a failure after
+// different payload. A server that keeps the highest fence per partition
+// (sinks.FenceGuard, sinks.ParseFence) answers 412 to a fence below it.
+// The sink classifies answers and failures accordingly (see
+// Sink.Deliver): 409 and 408, 425, 429, 5xx are transient (with the
+// answer's Retry-After), 412 is sinks.ErrFenced (the runner lost the
+// partition: not a failure of the delivery), 422 and other 4xx
+// permanent, and a failure after
 // the connection was made (timeout, reset) unknown: the request may have
 // been applied. The sink declares itself idempotent unless
 // Config.NotIdempotent says the endpoint ignores the key; the runner then

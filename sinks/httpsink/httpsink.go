@@ -255,6 +255,8 @@ func (s *Sink) classify(resp *http.Response) error {
 		return sinks.TransientError(serr, RetryAfter(resp.Header.Get("Retry-After"), s.cfg.Now()))
 	case code == http.StatusUnprocessableEntity:
 		return sinks.PermanentError(fmt.Errorf("httpsink: idempotency key reused with a different payload: %w", serr))
+	case code == http.StatusPreconditionFailed:
+		return sinks.PermanentError(fmt.Errorf("httpsink: %w: %w", sinks.ErrFenced, serr))
 	}
 	return sinks.PermanentError(serr)
 }

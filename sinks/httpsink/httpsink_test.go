@@ -41,6 +41,7 @@ func TestDeliverClassifiesAnswers(t *testing.T) {
 		ok         bool
 		class      sinks.Class
 		after      time.Duration
+		fenced     bool // sinks.ErrFenced
 	}{
 		{status: 200, ok: true},
 		{status: 201, ok: true},
@@ -55,6 +56,7 @@ func TestDeliverClassifiesAnswers(t *testing.T) {
 		{status: 504, class: sinks.Transient},
 		{status: 409, retryAfter: "1", class: sinks.Transient, after: time.Second},
 		{status: 422, class: sinks.Permanent},
+		{status: 412, class: sinks.Permanent, fenced: true},
 		{status: 400, class: sinks.Permanent},
 		{status: 401, class: sinks.Permanent},
 		{status: 404, class: sinks.Permanent},
@@ -96,6 +98,9 @@ func TestDeliverClassifiesAnswers(t *testing.T) {
 		class, after := sinks.Classify(err)
 		if class != tc.class || after != tc.after {
 			t.Errorf("status %d (Retry-After %q): %v after %v, want %v after %v (%v)", tc.status, tc.retryAfter, class, after, tc.class, tc.after, err)
+		}
+		if errors.Is(err, sinks.ErrFenced) != tc.fenced {
+			t.Errorf("status %d: %v, ErrFenced %v", tc.status, err, tc.fenced)
 		}
 		var serr *StatusError
 		if !errors.As(err, &serr) || serr.Code != tc.status || serr.Body != "answer body" {

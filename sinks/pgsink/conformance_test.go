@@ -12,7 +12,7 @@ import (
 func TestConformance(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) sinktest.Harness {
 		f := newFixture(t, nil)
-		return sinktest.Harness{Sink: f.sink, Applied: func(key string) (int, error) {
+		return sinktest.Harness{Sink: f.sink, ChecksFence: true, Applied: func(key string) (int, error) {
 			var n int
 			err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+f.rows+` WHERE key = $1`, key).Scan(&n)
 			return n, err

@@ -43,6 +43,9 @@ type Config struct {
 	// Table is the keys table, optionally schema-qualified
 	// ("schema.table"). Default DefaultTable.
 	Table string
+	// FenceTable keeps the highest fence per sink and outbox partition,
+	// optionally schema-qualified. Default: Table followed by "_fences".
+	FenceTable string
 }
 
 // Validate reports every problem of the configuration at once.
@@ -54,10 +57,13 @@ func (c Config) Validate() error {
 	if c.Effect == nil {
 		errs = append(errs, errors.New("pgsink: Effect is required"))
 	}
-	if c.Table != "" {
-		for _, part := range strings.Split(c.Table, ".") {
+	for _, t := range []string{c.Table, c.FenceTable} {
+		if t == "" {
+			continue
+		}
+		for _, part := range strings.Split(t, ".") {
 			if part == "" {
-				errs = append(errs, fmt.Errorf("pgsink: table %q has an empty part", c.Table))
+				errs = append(errs, fmt.Errorf("pgsink: table %q has an empty part", t))
 				break
 			}
 		}
@@ -68,8 +74,9 @@ func (c Config) Validate() error {
 // Sink applies each delivery's effect once. Safe for concurrent use when
 // its DB is.
 type Sink struct {
-	cfg   Config
-	table string // quoted
+	cfg    Config
+	table  string // quoted
+	fences string // quoted
 }
 
 // New returns a PostgreSQL sink. It does no I/O.
@@ -80,13 +87,19 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Table == "" {
 		cfg.Table = DefaultTable
 	}
-	return &Sink{cfg: cfg, table: pgx.Identifier(strings.Split(cfg.Table, ".")).Sanitize()}, nil
+	if cfg.FenceTable == "" {
+		cfg.FenceTable = cfg.Table + "_fences"
+	}
+	quote := func(t string) string { return pgx.Identifier(strings.Split(t, ".")).Sanitize() }
+	return &Sink{cfg: cfg, table: quote(cfg.Table), fences: quote(cfg.FenceTable)}, nil
 }
 
 // Idempotent is true: a re-sent delivery finds its key and does nothing.
 func (s *Sink) Idempotent() bool { return true }
 
-// CreateTable creates the keys table if it does not exist.
+// CreateTable creates the keys table and the fence table where they do
+// not exist. (A release that kept no fences created the keys table only;
+// a delivery that finds no fence table calls CreateTable itself.)
 func (s *Sink) CreateTable(ctx context.Context) error {
 	tx, err := s.cfg.DB.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
@@ -107,18 +120,54 @@ func (s *Sink) CreateTable(ctx context.Context) error {
 )`)
 	}
 	if err == nil {
+		_, err = tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.fences+` (
+	sink text NOT NULL,
+	outbox_partition integer NOT NULL,
+	generation bigint NOT NULL,
+	raised_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (sink, outbox_partition)
+)`)
+	}
+	if err == nil {
 		err = tx.Commit(ctx)
 	}
 	if err != nil {
-		return fmt.Errorf("pgsink: create table %s: %w", s.table, err)
+		return fmt.Errorf("pgsink: create tables %s, %s: %w", s.table, s.fences, err)
 	}
 	return nil
 }
 
-// Deliver records d's key and applies the effect in one transaction, or
-// does nothing when the key committed before with the same payload. See
-// the package doc for how errors are classified.
+// errRaise: the fence table holds no fence or a lower one for the
+// delivery's partition; it is raised in a transaction of its own first.
+var errRaise = errors.New("pgsink: the fence is to be raised")
+
+// errNoFenceTable: the fence table does not exist (a keys table created
+// by a release that kept no fences, and CreateTable not called since).
+var errNoFenceTable = errors.New("pgsink: no fence table")
+
+// Deliver checks d's fence, records d's key and applies the effect in one
+// transaction, or does nothing when the key committed before with the
+// same payload. See the package doc for how errors are classified.
 func (s *Sink) Deliver(ctx context.Context, d sinks.Delivery) error {
+	err := s.deliver(ctx, d)
+	if errors.Is(err, errNoFenceTable) {
+		if err := s.CreateTable(ctx); err != nil {
+			return beforeCommit("create the missing fence table", err)
+		}
+		err = s.deliver(ctx, d)
+	}
+	if !errors.Is(err, errRaise) {
+		return err
+	}
+	if err := s.raise(ctx, d); err != nil {
+		return err
+	}
+	// The fence is now at least d's: the second pass finds it equal or
+	// higher.
+	return s.deliver(ctx, d)
+}
+
+func (s *Sink) deliver(ctx context.Context, d sinks.Delivery) error {
 	hash := sha256.Sum256(d.Payload)
 	tx, err := s.cfg.DB.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
@@ -127,7 +176,9 @@ func (s *Sink) Deliver(ctx context.Context, d sinks.Delivery) error {
 	// A no-op after Commit; after a failure it ends the transaction even
 	// when ctx has expired.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-
+	if err := s.checkFence(ctx, tx, d); err != nil {
+		return err
+	}
 	tag, err := tx.Exec(ctx, `INSERT INTO `+s.table+` (sink, key, payload_hash) VALUES ($1, $2, $3) ON CONFLICT (sink, key) DO NOTHING`,
 		d.Sink, d.IdempotencyKey, hash[:])
 	if err != nil {
@@ -144,6 +195,56 @@ func (s *Sink) Deliver(ctx context.Context, d sinks.Delivery) error {
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return commitFailed(err)
+	}
+	return nil
+}
+
+// checkFence takes a share lock on the fence of d's partition and
+// returns nil when it equals d's, an error wrapping sinks.ErrFenced when
+// it is higher (a later owner delivered: nothing is applied), and
+// errRaise when it is lower or absent. The share lock is held until the
+// transaction ends, and raising the fence needs an exclusive one: so a
+// delivery of a lower fence either commits before the fence is raised or
+// finds it raised, and no effect of a zombie commits after the first
+// delivery of the partition's new owner began.
+func (s *Sink) checkFence(ctx context.Context, tx pgx.Tx, d sinks.Delivery) error {
+	var high int64
+	err := tx.QueryRow(ctx, `SELECT generation FROM `+s.fences+` WHERE sink = $1 AND outbox_partition = $2 FOR SHARE`,
+		d.Sink, d.Fence.Partition).Scan(&high)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return errRaise
+	case err != nil:
+		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "42P01" {
+			return fmt.Errorf("%w %s: %w", errNoFenceTable, s.fences, err)
+		}
+		return beforeCommit("read fence", err)
+	case high > d.Fence.Generation:
+		return sinks.PermanentError(fmt.Errorf("pgsink: %w: sink %q fence %s is below %d", sinks.ErrFenced, d.Sink, d.Fence, high))
+	case high < d.Fence.Generation:
+		return errRaise
+	}
+	return nil
+}
+
+// raise moves the fence of d's partition up to d's, in a transaction of
+// its own (taking the exclusive lock inside the delivery's transaction,
+// after its share lock, would deadlock two deliveries raising together).
+// It never lowers it.
+func (s *Sink) raise(ctx context.Context, d sinks.Delivery) error {
+	tx, err := s.cfg.DB.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return beforeCommit("begin", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	_, err = tx.Exec(ctx, `INSERT INTO `+s.fences+` AS f (sink, outbox_partition, generation) VALUES ($1, $2, $3)
+ON CONFLICT (sink, outbox_partition) DO UPDATE SET generation = EXCLUDED.generation, raised_at = now()
+WHERE f.generation < EXCLUDED.generation`, d.Sink, d.Fence.Partition, d.Fence.Generation)
+	if err != nil {
+		return beforeCommit("raise fence", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return beforeCommit("raise fence", err)
 	}
 	return nil
 }

@@ -60,7 +60,9 @@ func newFixture(t *testing.T, wrap func(DB) DB) *fixture {
 	if _, err := pool.Exec(ctx, `CREATE TABLE `+f.rows+` (key text PRIMARY KEY, payload text NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP TABLE IF EXISTS `+f.rows+`, `+f.keys) })
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), `DROP TABLE IF EXISTS `+f.rows+`, `+f.keys+`, `+f.keys+`_fences`)
+	})
 	var db DB = pool
 	if wrap != nil {
 		db = wrap(pool)
@@ -237,6 +239,123 @@ func (tx *lostCommitTx) Commit(ctx context.Context) error {
 	return tx.Tx.Commit(ctx)
 }
 
+func fenced(key string, gen int64, part int32) sinks.Delivery {
+	d := delivery(key, "p")
+	d.Fence = sinks.Fence{Generation: gen, Partition: part}
+	return d
+}
+
+// TestFenceRefusesLower: a delivery whose fence is below the highest the
+// sink saw for its outbox partition is refused (permanent, ErrFenced),
+// and neither its effect nor its key is written; the same or a higher
+// fence applies, and each partition keeps its own.
+func TestFenceRefusesLower(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		d    sinks.Delivery
+		want bool // applied
+	}{
+		{fenced("k1", 5, 0), true},
+		{fenced("k2", 3, 0), false}, // a zombie's late write
+		{fenced("k3", 3, 1), true},  // another partition
+		{fenced("k4", 9, 0), true},  // a later owner
+		{fenced("k5", 5, 0), false},
+		{fenced("k6", 9, 0), true},
+	} {
+		err := f.sink.Deliver(ctx, tc.d)
+		if tc.want && err != nil {
+			t.Errorf("%s fence %s: %v, want applied", tc.d.IdempotencyKey, tc.d.Fence, err)
+		}
+		if !tc.want && (class(err) != "permanent" || !errors.Is(err, sinks.ErrFenced)) {
+			t.Errorf("%s fence %s: %v, want a permanent ErrFenced", tc.d.IdempotencyKey, tc.d.Fence, err)
+		}
+	}
+	var refused int
+	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM `+f.rows+` WHERE key IN ('k2', 'k5')`).Scan(&refused); err != nil {
+		t.Fatal(err)
+	}
+	if rows, keys, calls := f.count(t, f.rows), f.count(t, f.keys), f.calls.Load(); rows != 4 || keys != 4 || calls != 4 || refused != 0 {
+		t.Errorf("%d rows (%d of refused deliveries), %d keys, %d effect calls; want 4 (0), 4, 4", rows, refused, keys, calls)
+	}
+}
+
+// TestFenceOrdersOwners: while a delivery of the old owner's fence is in
+// its transaction, the new owner's first delivery waits for it to commit;
+// afterwards the old fence is refused. No effect of the old owner commits
+// after the new owner's began.
+func TestFenceOrdersOwners(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	if err := f.sink.Deliver(ctx, fenced("a1", 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	inside, release := make(chan struct{}), make(chan struct{})
+	effect := f.sink.cfg.Effect
+	var newStarted, late atomic.Bool
+	f.sink.cfg.Effect = func(ctx context.Context, tx pgx.Tx, d sinks.Delivery) error {
+		if d.Fence.Generation == 1 {
+			close(inside)
+			<-release
+			late.Store(newStarted.Load())
+		} else {
+			newStarted.Store(true)
+		}
+		return effect(ctx, tx, d)
+	}
+	old := make(chan error, 1)
+	go func() { old <- f.sink.Deliver(ctx, fenced("a2", 1, 0)) }()
+	<-inside
+	next := make(chan error, 1)
+	go func() { next <- f.sink.Deliver(ctx, fenced("b1", 2, 0)) }()
+	var nextErr error
+	select {
+	case nextErr = <-next:
+		t.Errorf("the new owner's delivery ended (%v) while the old owner's was in its transaction", nextErr)
+	case <-time.After(300 * time.Millisecond):
+		nextErr = errors.New("pending")
+	}
+	close(release)
+	if err := <-old; err != nil {
+		t.Errorf("the old owner's delivery in its transaction: %v", err)
+	}
+	if nextErr != nil && nextErr.Error() == "pending" {
+		if err := <-next; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if late.Load() {
+		t.Error("an effect of the old fence ran after the new owner's began")
+	}
+	f.sink.cfg.Effect = effect
+	if err := f.sink.Deliver(ctx, fenced("a3", 1, 0)); !errors.Is(err, sinks.ErrFenced) {
+		t.Errorf("the old owner after the new one: %v, want ErrFenced", err)
+	}
+	if rows := f.count(t, f.rows); rows != 3 {
+		t.Errorf("%d rows, want 3 (a1, a2, b1)", rows)
+	}
+}
+
+// TestFenceTableMissing: a keys table made by a release that kept no
+// fences, and no CreateTable since: the first delivery creates the fence
+// table rather than failing (an undefined table is permanent).
+func TestFenceTableMissing(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `DROP TABLE `+f.keys+`_fences`); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sink.Deliver(ctx, fenced("k1", 4, 0)); err != nil {
+		t.Fatalf("deliver without a fence table: %v", err)
+	}
+	if err := f.sink.Deliver(ctx, fenced("k2", 3, 0)); !errors.Is(err, sinks.ErrFenced) {
+		t.Errorf("a lower fence after the table was created: %v, want ErrFenced", err)
+	}
+	if rows := f.count(t, f.rows); rows != 1 {
+		t.Errorf("%d rows, want 1", rows)
+	}
+}
+
 // TestUnknownCommitOutcome: a COMMIT without an answer is unknown; the
 // sink is idempotent, so the runner re-sends the same key, which applies
 // it once whether the first COMMIT took or not.
@@ -249,8 +368,11 @@ func TestUnknownCommitOutcome(t *testing.T) {
 				return lc
 			})
 			lc.pool = f.pool
-			lc.armed.Store(true)
 			ctx := context.Background()
+			if err := f.sink.raise(ctx, delivery("k", "p")); err != nil { // the armed transaction is the delivery's
+				t.Fatal(err)
+			}
+			lc.armed.Store(true)
 			err := f.sink.Deliver(ctx, delivery("k", "p"))
 			if class(err) != "unknown" {
 				t.Fatalf("lost COMMIT: %v, want unknown", err)

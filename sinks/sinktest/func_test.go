@@ -36,3 +36,29 @@ func TestFuncSink(t *testing.T) {
 		}}
 	})
 }
+
+// A Go function sink that is not idempotent checks the fence with a
+// sinks.FenceGuard shared with its downstream.
+func TestGuardedFuncSink(t *testing.T) {
+	sinktest.Run(t, func(t *testing.T) sinktest.Harness {
+		var guard sinks.FenceGuard
+		var mu sync.Mutex
+		applied := map[string]int{}
+		f := sinks.Func(func(ctx context.Context, d sinks.Delivery) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return guard.Apply(d, func() error {
+				mu.Lock()
+				defer mu.Unlock()
+				applied[d.IdempotencyKey]++
+				return nil
+			})
+		})
+		return sinktest.Harness{Sink: f, ChecksFence: true, Applied: func(key string) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return applied[key], nil
+		}}
+	})
+}

@@ -18,6 +18,10 @@ type Harness struct {
 	// Applied returns how many times the effect of a delivery with the
 	// idempotency key was applied downstream.
 	Applied func(key string) (int, error)
+	// ChecksFence says the sink's downstream keeps the highest fence per
+	// outbox partition and refuses a lower one (sinks.ErrFenced), as every
+	// sink that is not idempotent must: the suite then checks it.
+	ChecksFence bool
 }
 
 // Run runs the suite. newHarness gives a fresh sink for each case.
@@ -44,6 +48,24 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 			}
 		}
 		expectApplied(t, h, d.IdempotencyKey, 1)
+	})
+	t.Run("RefusesLowerFence", func(t *testing.T) {
+		h := newHarness(t)
+		if !h.ChecksFence {
+			t.Skip("the harness does not say the sink checks the fence")
+		}
+		owner, zombie := delivery("sinktest:owner", 1), delivery("sinktest:zombie", 1)
+		owner.Fence = sinks.Fence{Generation: 10, Partition: 3}
+		zombie.Fence = sinks.Fence{Generation: 9, Partition: 3}
+		if err := h.Sink.Deliver(context.Background(), owner); err != nil {
+			t.Fatalf("deliver with fence %s: %v", owner.Fence, err)
+		}
+		err := h.Sink.Deliver(context.Background(), zombie)
+		if !errors.Is(err, sinks.ErrFenced) {
+			t.Errorf("fence %s after %s: %v, want an error wrapping sinks.ErrFenced", zombie.Fence, owner.Fence, err)
+		}
+		expectApplied(t, h, owner.IdempotencyKey, 1)
+		expectApplied(t, h, zombie.IdempotencyKey, 0)
 	})
 	t.Run("HonoursDeadline", func(t *testing.T) {
 		h := newHarness(t)

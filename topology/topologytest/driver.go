@@ -199,7 +199,7 @@ func (d *Driver) AdvanceWallClock(by time.Duration) error {
 					continue
 				}
 				task := statestore.Task{SubTopology: sub, Partition: p}
-				if err := d.punctuate(tm, task, d.now); err != nil {
+				if err := d.punctuate(tm, task, d.now, ""); err != nil {
 					return err
 				}
 				for queue := d.route(nil); len(queue) > 0; queue = queue[1:] {
@@ -250,9 +250,10 @@ func (d *Driver) pipe(r raw) error {
 		}
 		queue = d.route(queue)
 		task := statestore.Task{SubTopology: d.g.SubTopologyOf(r.topic), Partition: r.partition}
+		after := d.input.Topic + "/" + strconv.Itoa(int(d.input.Partition)) + "/" + strconv.FormatInt(d.input.Offset, 10)
 		for _, tm := range d.g.Timers(task.SubTopology, graph.StreamTime) {
 			if at := d.state.StreamTime(task); !at.IsZero() && d.sched.Due(tm, task.Partition, at) {
-				if err := d.punctuate(tm, task, at); err != nil {
+				if err := d.punctuate(tm, task, at, after); err != nil {
 					return err
 				}
 				queue = d.route(queue)
@@ -335,7 +336,7 @@ func (d *Driver) process(r raw) error {
 // punctuate fires one timer on task at time at, as its own transaction.
 // A punctuation that fails leaves nothing and is reported in
 // PunctuationErrors.
-func (d *Driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time) error {
+func (d *Driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time, after string) error {
 	d.source = "punctuator/" + tm.Node.Name + "/" + strconv.Itoa(task.SubTopology) + "_" + strconv.Itoa(int(task.Partition))
 	d.inKey = nil
 	d.input = graph.Input{Partition: task.Partition, Offset: -1, Timestamp: at}
@@ -344,7 +345,7 @@ func (d *Driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time
 		if len(d.stores) > 0 {
 			st = d.state
 		}
-		if err := d.gctx.Punctuate(tm, at, &d.input, emitter{d}, st); err != nil {
+		if err := d.gctx.Punctuate(tm, at, after, &d.input, emitter{d}, st); err != nil {
 			emitter{d}.Rollback(graph.Mark{})
 			d.punctErrs = append(d.punctErrs, err)
 		}

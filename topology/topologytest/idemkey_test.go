@@ -110,8 +110,9 @@ func TestToSinkKeysAfterFanOut(t *testing.T) {
 }
 
 // Every firing of a punctuator gives its deliveries keys of their own:
-// the punctuator's task and timer, the time of the firing, and a count
-// within the firing. Two punctuators of one stage firing at the same
+// the punctuator's task and timer, the time of the firing (and, for
+// stream time, the record after which it fired), and a count within the
+// firing. Two punctuators of one stage firing at the same
 // stream time do not share keys either.
 func TestToSinkKeysFromPunctuator(t *testing.T) {
 	for name, kind := range map[string]topology.TimeKind{"wall-clock": topology.WallClockTime, "stream-time": topology.StreamTime} {
@@ -151,7 +152,11 @@ func TestToSinkKeysFromPunctuator(t *testing.T) {
 			if kind == topology.WallClockTime {
 				at = t0.Add(time.Hour + time.Minute)
 			}
-			if want := "hook:punctuator/ticker/0_0/0@" + at.Format(time.RFC3339Nano); first != want {
+			want := "hook:punctuator/ticker/0_0/0@" + at.Format(time.RFC3339Nano)
+			if kind == topology.StreamTime {
+				want += "/in/0/1" // the record whose stream time brought it due
+			}
+			if first != want {
 				t.Errorf("first key %q, want %q", first, want)
 			}
 			t.Logf("keys %q", keysOf(got))
