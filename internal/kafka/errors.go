@@ -113,3 +113,10 @@ func IsMembershipLost(err error) bool {
 	return errors.Is(err, sarama.ErrUnknownMemberId) || errors.Is(err, sarama.ErrIllegalGeneration) ||
 		errors.Is(err, sarama.ErrFencedInstancedId) || errors.Is(err, sarama.ErrRebalanceInProgress)
 }
+
+// coordinatorMoved reports whether a group coordinator's answer says the
+// group is coordinated elsewhere now (or not yet anywhere): the client's
+// cached coordinator is stale and must be looked up again.
+func coordinatorMoved(err sarama.KError) bool {
+	return err == sarama.ErrNotCoordinatorForConsumer || err == sarama.ErrConsumerCoordinatorNotAvailable
+}

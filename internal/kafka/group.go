@@ -230,6 +230,9 @@ func (g *Group) heartbeat(m GroupMetadata) error {
 		return fmt.Errorf("kafka: heartbeat: %w", err)
 	}
 	if resp.Err != sarama.ErrNoError {
+		if coordinatorMoved(resp.Err) {
+			_ = g.client.RefreshCoordinator(g.groupID)
+		}
 		return fmt.Errorf("kafka: heartbeat of generation %d: %w", m.GenerationID, resp.Err)
 	}
 	return nil

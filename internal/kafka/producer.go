@@ -442,6 +442,9 @@ func (p *Producer) commitOffsets(offsets map[string]map[int32]int64, g GroupMeta
 	for topic, parts := range resp.Errors {
 		for part, kerr := range parts {
 			if kerr != sarama.ErrNoError {
+				if coordinatorMoved(kerr) {
+					_ = p.client.RefreshCoordinator(g.GroupID)
+				}
 				return fmt.Errorf("kafka: commit offset %s/%d: %w", topic, part, kerr)
 			}
 		}
