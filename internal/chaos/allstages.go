@@ -164,6 +164,8 @@ func (r *runner) runAllStages(ctx context.Context) error {
 	// and the sink runners; unknown and dead-lettered deliveries wait for
 	// an operator. Check until complete, or until the drain timeout.
 	deadline := time.Now().Add(cfg.DrainTimeout)
+	r.hook.recv.Heal()
+	fmt.Fprintf(cfg.Progress, "receiver healed: no more injected refusals or dropped answers while parked deliveries settle\n")
 	var rep verify.AllStagesReport
 	for {
 		if err := r.restartExited(); err != nil {
@@ -255,7 +257,7 @@ func (r *runner) checkAllStages(ctx context.Context, truth gen.AllStagesTruth) (
 // a delivery parked as unknown is resolved as succeeded when the receiver
 // applied it and as retry otherwise; a dead letter is redriven. It returns
 // how many commands it wrote. A command for a key is not written again
-// within a minute of the last one.
+// within 15 seconds of the last one.
 func (r *runner) operate(ctx context.Context) error {
 	_, err := r.operatorCommands(ctx, -1)
 	return err
@@ -358,10 +360,11 @@ func (r *runner) forget(sink, key string) {
 }
 
 // commandDue reports whether a command for sink's key may be written now
-// (none within the last minute), and notes it.
+// (none within the last 15 seconds: time for the runner to apply the last
+// one), and notes it.
 func (r *runner) commandDue(sink, key string) bool {
 	k := sink + "\x00" + key
-	if at, ok := r.commanded[k]; ok && time.Since(at) < time.Minute {
+	if at, ok := r.commanded[k]; ok && time.Since(at) < 15*time.Second {
 		return false
 	}
 	if r.commanded == nil {

@@ -182,7 +182,18 @@ type Receiver struct {
 		payloads map[[sha256.Size]byte]int64 // effects per payload hash
 		fences   map[int32]int64             // highest generation per partition
 		stats    Stats
+		healed   bool // no more injected answers or drops (Heal)
 	}
+}
+
+// Heal stops the injected misbehaviour: from now on every request is
+// answered as the receiver's mode says, nothing refused or dropped on
+// purpose. A run heals its downstream before it settles what was parked,
+// as an operator fixes a sink before redriving its dead letters.
+func (r *Receiver) Heal() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.healed = true
 }
 
 // New returns a receiver. It does no I/O.
@@ -353,6 +364,9 @@ func (r *Receiver) admit(key string, hash [sha256.Size]byte, fence string) strin
 
 // misbehaveLocked rolls the injected answers for a key not yet applied.
 func (r *Receiver) misbehaveLocked() string {
+	if r.mu.healed {
+		return ""
+	}
 	u := r.mu.rng.Float64()
 	switch {
 	case u < r.cfg.UnavailableRate:
@@ -399,7 +413,7 @@ func (r *Receiver) apply(eff Effect, hash [sha256.Size]byte) (drop bool) {
 		r.mu.stats.DuplicateEffects++
 		r.log.Warn("duplicate effect: payload applied under another key", "key", key, "payload_sha256", hex.EncodeToString(hash[:8]))
 	}
-	drop = r.cfg.DropRate > 0 && r.mu.rng.Float64() < r.cfg.DropRate
+	drop = !r.mu.healed && r.cfg.DropRate > 0 && r.mu.rng.Float64() < r.cfg.DropRate
 	answer := AnswerApplied
 	if drop {
 		answer = AnswerDropped
