@@ -191,7 +191,7 @@ func windowResults(item string, ts []int64, st int64) []allstages.WindowResult {
 	return out
 }
 
-// AllStagesTruth returns the truth of the plan (records, then closers).
+// Truth returns the truth of the plan (records, then closers).
 func (p *AllStagesPlan) Truth(partitions int) (AllStagesTruth, error) {
 	return SimulateAllStages(append(slices.Clone(p.Records), p.Closers...), partitions)
 }
