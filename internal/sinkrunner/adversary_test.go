@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
@@ -29,22 +27,10 @@ import (
 // confirmed for far more than half the session timeout: it must not make
 // the attempt it had recorded.
 func TestAdversaryLedgerWriteHeldPastProof(t *testing.T) {
+	t.Parallel() // mostly waits out session timeouts; each test has a broker of its own
 	env := enginetest.New(t)
-	app, in := env.Name("fence"), env.Name("in")
-	env.CreateTopic(in, 1)
 	const n = 20
-	g, err := compile.Graph(hookTopology(in, &effectSink{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica := env.Start(env.Config(app, "r1"), g)
-	defer replica.Stop()
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%03d", i), Value: fmt.Appendf(nil, "v%03d", i)})
-	}
-	env.ProduceRecords(recs...)
-	env.WaitCount(app+"-sink-hook", n, 60*time.Second)
+	app, in := filledOutbox(t, env, "fence", &effectSink{}, n)
 
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()
@@ -146,23 +132,11 @@ func (s *holdingSink) Deliver(_ context.Context, d sinks.Delivery) error {
 // committed hides it (no runner reads it again, none lists it as unknown)
 // and the request is never delivered.
 func TestAdversaryEvictedRunnerLedgerWriteAfterTakeover(t *testing.T) {
+	t.Parallel() // mostly waits out session timeouts; each test has a broker of its own
 	env := enginetest.New(t)
-	app, in := env.Name("fence"), env.Name("in")
-	outbox := app + "-sink-hook"
-	env.CreateTopic(in, 1)
 	const n = 20
-	g, err := compile.Graph(hookTopology(in, &effectSink{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica := env.Start(env.Config(app, "r1"), g)
-	defer replica.Stop()
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%03d", i), Value: fmt.Appendf(nil, "v%03d", i)})
-	}
-	env.ProduceRecords(recs...)
-	env.WaitCount(outbox, n, 60*time.Second)
+	app, in := filledOutbox(t, env, "fence", &effectSink{}, n)
+	outbox := app + "-sink-hook"
 
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()

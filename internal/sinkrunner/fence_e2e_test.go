@@ -85,22 +85,10 @@ func hookTopology(in string, s sinks.Sink) *topology.Topology {
 // heartbeat or commit confirmed for over half the session timeout. A
 // downstream that is not idempotent sees every request at most once.
 func TestEvictedRunnerStartsNoAttempt(t *testing.T) {
+	t.Parallel() // mostly waits out session timeouts; each test has a broker of its own
 	env := enginetest.New(t)
-	app, in := env.Name("fence"), env.Name("in")
-	env.CreateTopic(in, 1)
 	const n = 200
-	g, err := compile.Graph(hookTopology(in, &effectSink{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica := env.Start(env.Config(app, "r1"), g)
-	defer replica.Stop()
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%03d", i), Value: fmt.Appendf(nil, "v%03d", i)})
-	}
-	env.ProduceRecords(recs...)
-	env.WaitCount(app+"-sink-hook", n, 60*time.Second)
+	app, in := filledOutbox(t, env, "fence", &effectSink{}, n)
 
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()
@@ -146,4 +134,26 @@ func TestEvictedRunnerStartsNoAttempt(t *testing.T) {
 		t.Errorf("runner b delivered nothing: the partition never moved (%v)", by)
 	}
 	_ = a
+}
+
+// filledOutbox starts a replica of hookTopology(in, s) on a new input
+// topic, writes n records to it and waits until the outbox holds their n
+// delivery requests; it returns the application id and the input topic.
+func filledOutbox(t *testing.T, env *enginetest.Env, name string, s sinks.Sink, n int) (app, in string) {
+	t.Helper()
+	app, in = env.Name(name), env.Name("in")
+	env.CreateTopic(in, 1)
+	g, err := compile.Graph(hookTopology(in, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := env.Start(env.Config(app, "r1"), g)
+	t.Cleanup(func() { _ = replica.Stop() })
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%03d", i), Value: fmt.Appendf(nil, "v%03d", i)})
+	}
+	env.ProduceRecords(recs...)
+	env.WaitCount(app+"-sink-hook", n, 60*time.Second)
+	return app, in
 }

@@ -3,14 +3,10 @@ package sinkrunner_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
@@ -102,22 +98,10 @@ func (s *guardedSink) Deliver(_ context.Context, d sinks.Delivery) error {
 // fence is below b's), nothing is applied twice, and a records nothing
 // for it.
 func TestZombieLateDeliveryRefusedByFenceGuard(t *testing.T) {
+	t.Parallel() // mostly waits out session timeouts; each test has a broker of its own
 	env := enginetest.New(t)
-	app, in := env.Name("guard"), env.Name("in")
-	env.CreateTopic(in, 1)
 	const n = 100
-	g, err := compile.Graph(hookTopology(in, &guardedSink{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica := env.Start(env.Config(app, "r1"), g)
-	defer replica.Stop()
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%03d", i), Value: fmt.Appendf(nil, "v%03d", i)})
-	}
-	env.ProduceRecords(recs...)
-	env.WaitCount(app+"-sink-hook", n, 60*time.Second)
+	app, in := filledOutbox(t, env, "guard", &guardedSink{}, n)
 
 	down := newGuarded()
 	proxy := testproxy.New()

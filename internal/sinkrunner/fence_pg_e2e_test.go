@@ -11,9 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
@@ -95,21 +93,8 @@ func TestZombieLateDeliveryRefusedByPgsink(t *testing.T) {
 	}
 
 	env := enginetest.New(t)
-	app, in := env.Name("pgfence"), env.Name("in")
-	env.CreateTopic(in, 1)
 	const n = 100
-	g, err := compile.Graph(hookTopology(in, db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica := env.Start(env.Config(app, "r1"), g)
-	defer replica.Stop()
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%03d", i), Value: fmt.Appendf(nil, "v%03d", i)})
-	}
-	env.ProduceRecords(recs...)
-	env.WaitCount(app+"-sink-hook", n, 60*time.Second)
+	app, in := filledOutbox(t, env, "pgfence", db, n)
 
 	proxy := testproxy.New()
 	defer proxy.Close()

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
@@ -22,22 +19,10 @@ import (
 // delivers the same request. When a's write returns, a must not send it:
 // its generation was last proven more than half the session timeout ago.
 func TestSlowInFlightMarkSendsNothingAfterEviction(t *testing.T) {
+	t.Parallel() // mostly waits out session timeouts; each test has a broker of its own
 	env := enginetest.New(t)
-	app, in := env.Name("slowmark"), env.Name("in")
-	env.CreateTopic(in, 1)
 	const n = 40
-	g, err := compile.Graph(hookTopology(in, &effectSink{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica := env.Start(env.Config(app, "r1"), g)
-	defer replica.Stop()
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%03d", i), Value: fmt.Appendf(nil, "v%03d", i)})
-	}
-	env.ProduceRecords(recs...)
-	env.WaitCount(app+"-sink-hook", n, 60*time.Second)
+	app, in := filledOutbox(t, env, "slowmark", &effectSink{}, n)
 
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()
