@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/testproxy"
 	"github.com/onceflow/onceflow/sinks"
@@ -35,17 +32,7 @@ func TestAdversaryLedgerWriteHeldPastProof(t *testing.T) {
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()
 	defer proxy.Close()
-	timeouts := kafka.Timeouts{Session: 6 * time.Second, Rebalance: 6 * time.Second, Heartbeat: time.Second}.WithDefaults()
-	tune := func(dial bool) func(*sinkrunner.Config) {
-		return func(c *sinkrunner.Config) {
-			c.Timeouts = timeouts
-			c.Sinks.Parallelism = 1
-			if dial {
-				c.Client.Dial = proxy.Dial
-				c.Logger = hclog.New(&hclog.LoggerOptions{Name: "a", Level: hclog.Debug})
-			}
-		}
-	}
+	tune := evictionTuning(proxy, 0)
 	// The fifth request's attempt is recorded as out; that ledger write
 	// holds until released.
 	held := fmt.Sprintf("hook:%s/0/4", in)
@@ -141,16 +128,7 @@ func TestAdversaryEvictedRunnerLedgerWriteAfterTakeover(t *testing.T) {
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()
 	defer proxy.Close()
-	timeouts := kafka.Timeouts{Session: 6 * time.Second, Rebalance: 6 * time.Second, Heartbeat: time.Second}.WithDefaults()
-	tune := func(dial bool) func(*sinkrunner.Config) {
-		return func(c *sinkrunner.Config) {
-			c.Timeouts = timeouts
-			c.Sinks.Parallelism = 1
-			if dial {
-				c.Client.Dial = proxy.Dial
-			}
-		}
-	}
+	tune := evictionTuning(proxy, 0)
 	zombie := &holdingSink{e: e, name: "a", n: 5, holding: make(chan struct{}), release: make(chan struct{})}
 	startRunnerWith(t, env, app, "a", hookTopology(in, zombie), tune(true), nil)
 	select {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/compile"
@@ -93,17 +92,7 @@ func TestEvictedRunnerStartsNoAttempt(t *testing.T) {
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()
 	defer proxy.Close()
-	timeouts := kafka.Timeouts{Session: 6 * time.Second, Rebalance: 6 * time.Second, Heartbeat: time.Second}.WithDefaults()
-	tune := func(dial bool) func(*sinkrunner.Config) {
-		return func(c *sinkrunner.Config) {
-			c.Timeouts = timeouts
-			c.Sinks.Parallelism = 1
-			if dial {
-				c.Client.Dial = proxy.Dial
-				c.Logger = hclog.New(&hclog.LoggerOptions{Name: "a", Level: hclog.Debug})
-			}
-		}
-	}
+	tune := evictionTuning(proxy, 0)
 	zombie := &effectSink{e: e, name: "a", stall: 5, hold: 14 * time.Second, held: make(chan struct{})}
 	a := startRunnerWith(t, env, app, "a", hookTopology(in, zombie), tune(true), nil)
 	waitFor(t, "runner a delivering", 30*time.Second, func() bool { _, by := e.counts(); return by["a"] >= 4 })
@@ -156,4 +145,23 @@ func filledOutbox(t *testing.T, env *enginetest.Env, name string, s sinks.Sink, 
 	env.ProduceRecords(recs...)
 	env.WaitCount(app+"-sink-hook", n, 60*time.Second)
 	return app, in
+}
+
+// evictionTuning configures the runners of an eviction test: a 6 s
+// session, one delivery at a time, an attempt timeout (0: the default)
+// and, for the runner to evict, connections through proxy.
+func evictionTuning(proxy *testproxy.Proxy, attemptTimeout time.Duration) func(dial bool) func(*sinkrunner.Config) {
+	timeouts := kafka.Timeouts{Session: 6 * time.Second, Rebalance: 6 * time.Second, Heartbeat: time.Second}.WithDefaults()
+	return func(dial bool) func(*sinkrunner.Config) {
+		return func(c *sinkrunner.Config) {
+			c.Timeouts = timeouts
+			c.Sinks.Parallelism = 1
+			if attemptTimeout > 0 {
+				c.Sinks.AttemptTimeout = attemptTimeout // the held attempt is not cut short
+			}
+			if dial {
+				c.Client.Dial = proxy.Dial
+			}
+		}
+	}
 }

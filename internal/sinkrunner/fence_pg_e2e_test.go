@@ -13,8 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/testproxy"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/sinks/pgsink"
@@ -98,17 +96,7 @@ func TestZombieLateDeliveryRefusedByPgsink(t *testing.T) {
 
 	proxy := testproxy.New()
 	defer proxy.Close()
-	timeouts := kafka.Timeouts{Session: 6 * time.Second, Rebalance: 6 * time.Second, Heartbeat: time.Second}.WithDefaults()
-	tune := func(dial bool) func(*sinkrunner.Config) {
-		return func(c *sinkrunner.Config) {
-			c.Timeouts = timeouts
-			c.Sinks.Parallelism = 1
-			c.Sinks.AttemptTimeout = 2 * time.Minute // the held attempt is not cut short
-			if dial {
-				c.Client.Dial = proxy.Dial
-			}
-		}
-	}
+	tune := evictionTuning(proxy, 2*time.Minute)
 	zombie := &stalling{Sink: db, stall: 5, release: make(chan struct{}), back: make(chan error, 1)}
 	startRunnerWith(t, env, app, "a", hookTopology(in, zombie), tune(true), nil)
 	waitFor(t, "runner a delivering", 30*time.Second, func() bool { return count(`SELECT count(*) FROM `+rows) >= 4 })

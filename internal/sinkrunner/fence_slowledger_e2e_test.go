@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/testproxy"
 )
@@ -27,16 +26,7 @@ func TestSlowInFlightMarkSendsNothingAfterEviction(t *testing.T) {
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()
 	defer proxy.Close()
-	timeouts := kafka.Timeouts{Session: 6 * time.Second, Rebalance: 6 * time.Second, Heartbeat: time.Second}.WithDefaults()
-	tune := func(dial bool) func(*sinkrunner.Config) {
-		return func(c *sinkrunner.Config) {
-			c.Timeouts = timeouts
-			c.Sinks.Parallelism = 1
-			if dial {
-				c.Client.Dial = proxy.Dial
-			}
-		}
-	}
+	tune := evictionTuning(proxy, 0)
 	victim := fmt.Sprintf("hook:%s/0/5", in)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
