@@ -78,6 +78,10 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 			ss.unk[sk.name] += n
 			r.m.unknown.WithLabelValues(sk.name).Add(float64(n))
 			fence, err := r.ledgers.fence(ss.ctx, sk.ledger, p)
+			if err != nil && s.Context().Err() != nil {
+				r.log.Info("recording the fence stopped: the session ended", "error", err)
+				return nil, fmt.Errorf("%w: %w", errSessionEnded, err)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("sinkrunner: record the fence of %s/%d: %w", topic, p, err)
 			}
