@@ -13,7 +13,9 @@ import (
 	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/receiver"
 	"github.com/onceflow/onceflow/internal/sinkadmin"
+	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/sinks"
 )
 
 // The topologies a run can drive.
@@ -162,13 +164,18 @@ func (r *runner) runAllStages(ctx context.Context) error {
 
 	// Outputs after the input commits come in the later sub-topologies
 	// and the sink runners; unknown and dead-lettered deliveries wait for
-	// an operator. Check until complete, or until the drain timeout.
-	deadline := time.Now().Add(cfg.DrainTimeout)
+	// an operator. Settle them in batches and check until complete, or
+	// until the drain timeout.
+	settleStart := time.Now()
+	deadline := settleStart.Add(cfg.DrainTimeout)
 	r.hook.recv.Heal()
 	fmt.Fprintf(cfg.Progress, "receiver healed: no more injected refusals or dropped answers while parked deliveries settle\n")
 	var rep verify.AllStagesReport
 	for {
 		if err := r.restartExited(); err != nil {
+			return err
+		}
+		if err := r.operate(ctx); err != nil {
 			return err
 		}
 		rep, err = r.checkAllStages(ctx, truth)
@@ -179,26 +186,44 @@ func (r *runner) runAllStages(ctx context.Context) error {
 			// Read again at the next pass (a broker slow to answer).
 			r.cfg.Logger.Warn("reading the outputs failed; trying again", "error", err)
 		} else if rep.Complete() && r.settled(ctx) {
+			r.res.Settled = true
 			break
 		}
 		if time.Now().After(deadline) {
 			break
 		}
-		if err := r.operate(ctx); err != nil {
-			return err
-		}
 		if err := sleep(ctx, 3*time.Second); err != nil {
 			return err
 		}
+	}
+	r.res.SettleSeconds = time.Since(settleStart).Seconds()
+	if r.res.Settled {
+		fmt.Fprintf(cfg.Progress, "settled %.1fs after all input was committed: every output, window and effect there, every delivery succeeded\n", r.res.SettleSeconds)
+	} else {
+		fmt.Fprintf(cfg.Progress, "not settled when the drain timeout ended, %.1fs after all input was committed\n", r.res.SettleSeconds)
 	}
 	for _, rep := range r.reps {
 		rep.stop(20 * time.Second)
 	}
 	// Read again once every replica stopped: a zombie's last effect counts.
-	if rep, err = r.checkAllStages(ctx, truth); err != nil {
+	// What is still parked is read with it: a missing effect whose
+	// delivery an operator sees parked is not lost.
+	parked, err := r.parked(ctx)
+	if err != nil {
+		return err
+	}
+	if rep, err = r.checkAllStages(ctx, truth, parked...); err != nil {
 		return err
 	}
 	r.res.AllStages = &rep
+	r.res.ParkedAtEnd = len(parked)
+	var never []string
+	for _, p := range parked {
+		if !r.resolved[p.Key] {
+			never = append(never, p.Key)
+		}
+	}
+	r.res.ParkedUnresolved = len(never)
 	r.res.Receiver = r.hook.recv.Stats()
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	r.res.Sinks, err = sinkadmin.StatusOf(sctx, r.brokers, r.app, allStagesSinks)
@@ -208,10 +233,15 @@ func (r *runner) runAllStages(ctx context.Context) error {
 	}
 	r.res.Events, r.res.Accepted = rep.Input, truth.Accepted
 	r.res.Lost = rep.AccountCounts.Missing + rep.ItemCounts.Missing + rep.Windows.Missing + rep.LineEffects.Missing + rep.TickEffects.Missing
+	r.res.ParkedVisible = rep.LineEffects.Parked + rep.TickEffects.Parked
 	r.res.Duplicated = rep.AccountCounts.Doubled + rep.ItemCounts.Doubled + rep.Windows.Doubled + rep.LineEffects.Doubled + rep.TickEffects.Doubled
 	r.res.Unexpected = rep.AccountCounts.Unexpected + rep.ItemCounts.Unexpected + rep.Windows.Unexpected + rep.LineEffects.Unexpected + rep.TickEffects.Unexpected
 	for _, p := range rep.Problems {
 		r.res.Violations = append(r.res.Violations, "verify: "+p)
+	}
+	if len(never) > 0 {
+		r.res.Violations = append(r.res.Violations, fmt.Sprintf("%d deliveries parked at the end that the run's settling never resolved or redrove: %v",
+			len(never), never[:min(len(never), 5)]))
 	}
 	if v := r.res.Receiver.Violations; v > 0 {
 		r.res.Violations = append(r.res.Violations, fmt.Sprintf("receiver: %d effects applied twice for one idempotency key", v))
@@ -240,111 +270,147 @@ func (r *runner) settled(ctx context.Context) bool {
 	return true
 }
 
+// parked reads what the sinks' ledgers hold parked where an operator sees
+// it: deliveries unknown (the payload kept in the ledger entry) and
+// dead-lettered (the payload of the dead letter), with their keys.
+func (r *runner) parked(ctx context.Context) ([]verify.Effect, error) {
+	var out []verify.Effect
+	for _, sink := range allStagesSinks {
+		err := r.admin(ctx, func(ctx context.Context) error {
+			ds, _, err := sinkadmin.Ledger(ctx, r.brokers, r.app, sink)
+			if err != nil {
+				return err
+			}
+			dls, err := sinkadmin.DeadLetters(ctx, r.brokers, r.app, sink)
+			if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
+				return err
+			}
+			dead := map[string][]byte{}
+			for _, dl := range dls {
+				dead[dl.Key] = dl.Payload
+			}
+			for _, d := range ds {
+				switch d.State {
+				case sinkrunner.Unknown:
+					out = append(out, verify.Effect{Key: d.Key, Payload: d.Payload})
+				case sinkrunner.DeadLettered:
+					out = append(out, verify.Effect{Key: d.Key, Payload: dead[d.Key]})
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
+			return nil, fmt.Errorf("chaos: parked deliveries of %s: %w", sink, err)
+		}
+	}
+	return out, nil
+}
+
 // checkAllStages reads the outputs and checks them with the effects the
-// receiver applied so far.
-func (r *runner) checkAllStages(ctx context.Context, truth gen.AllStagesTruth) (verify.AllStagesReport, error) {
+// receiver applied so far (and the deliveries parked, when given).
+func (r *runner) checkAllStages(ctx context.Context, truth gen.AllStagesTruth, parked ...verify.Effect) (verify.AllStagesReport, error) {
 	vctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	out, err := verify.ReadAllStages(vctx, r.brokers, r.prefix, r.app+"-rejected")
 	if err != nil {
 		return verify.AllStagesReport{}, fmt.Errorf("chaos: verify: %w", err)
 	}
-	out.Effects = r.hook.effects()
+	out.Effects, out.Parked = r.hook.effects(), parked
 	return verify.CheckAllStages(truth, out), nil
 }
 
-// operate does what an operator does with the sinks' parked deliveries:
+// operate does what an operator does with the sinks' parked deliveries,
+// in a batch per sink and kind (`sinks unknown resolve`, `dlq redrive`):
 // a delivery parked as unknown is resolved as succeeded when the receiver
-// applied it and as retry otherwise; a dead letter is redriven. It returns
-// how many commands it wrote. A command for a key is not written again
-// within 15 seconds of the last one.
+// applied it and as retry otherwise; a dead letter is redriven. A command
+// for a key is not written again within 15 seconds of the last one. It
+// returns how many commands it wrote. A listing or a batch that fails (a
+// broker down, a deadline under load) is logged and left for the next
+// pass, as an operator would try again.
 func (r *runner) operate(ctx context.Context) error {
-	_, err := r.operatorCommands(ctx, -1)
+	_, err := r.operatorCommands(ctx)
 	return err
 }
 
-// operatorCommands writes the commands of operate, at most limit of them
-// (negative: no limit), and returns how many it wrote. A listing or a
-// command that fails (a broker down, a deadline under load) is logged and
-// left for the next pass, as an operator would try again.
-func (r *runner) operatorCommands(ctx context.Context, limit int) (int, error) {
+func (r *runner) operatorCommands(ctx context.Context) (int, error) {
 	n := 0
 	for _, sink := range allStagesSinks {
-		var unknown []sinkadmin.Delivery
-		var dead []sinkadmin.DeadLetter
+		var picked []string
+		var cs []sinkadmin.Command
 		err := r.admin(ctx, func(ctx context.Context) (err error) {
-			unknown, err = sinkadmin.Unknown(ctx, r.brokers, r.app, sink)
+			picked = picked[:0]
+			cs, err = sinkadmin.ResolveAll(ctx, r.brokers, r.app, sink, func(d sinkadmin.Delivery) string {
+				as := sinks.ResolveRetry
+				if r.hook.recv.Effects(d.Key) > 0 {
+					as = sinks.ResolveSucceeded
+				} else if d.Payload == nil {
+					return "" // parked by a runner that kept no payload: not the run's to say
+				}
+				if !r.commandDue(sink, d.Key) {
+					return ""
+				}
+				picked = append(picked, d.Key)
+				return as
+			})
 			return err
 		})
-		if err != nil {
-			// A sink with no ledger yet has nothing to list either.
-			r.cfg.Logger.Debug("list unknown deliveries failed", "sink", sink, "error", err)
+		n += len(cs)
+		r.res.Resolved += len(cs)
+		if r.noteBatch(ctx, sink, "resolve", picked, cs, err) != nil {
+			return n, ctx.Err()
 		}
-		for _, d := range unknown {
-			if n == limit {
-				return n, nil
-			}
-			if !r.commandDue(sink, d.Key) {
-				continue
-			}
-			as := "retry"
-			if r.hook.recv.Effects(d.Key) > 0 {
-				as = "succeeded"
-			}
-			err := r.admin(ctx, func(ctx context.Context) error {
-				_, err := sinkadmin.Resolve(ctx, r.brokers, r.app, sink, d.Key, as)
-				return err
-			})
-			switch {
-			case err == nil:
-				n++
-				r.res.Resolved++
-			case errors.Is(err, sinkadmin.ErrState) || errors.Is(err, sinkadmin.ErrNotFound):
-				r.res.CommandsRefused++
-				r.cfg.Logger.Info("resolve refused", "sink", sink, "key", d.Key, "error", err)
-			case ctx.Err() != nil:
-				return n, ctx.Err()
-			default:
-				// The next pass tries again; so do the keys after it.
-				r.forget(sink, d.Key)
-				r.cfg.Logger.Warn("resolve failed; trying again at the next pass", "sink", sink, "key", d.Key, "error", err)
-				return n, nil
-			}
-		}
+		picked, cs = nil, nil
 		err = r.admin(ctx, func(ctx context.Context) (err error) {
-			dead, err = sinkadmin.DeadLetters(ctx, r.brokers, r.app, sink)
+			picked = picked[:0]
+			cs, err = sinkadmin.RedriveAll(ctx, r.brokers, r.app, sink, func(d sinkadmin.DeadLetter) bool {
+				if !r.commandDue(sink, d.Key) {
+					return false
+				}
+				picked = append(picked, d.Key)
+				return true
+			})
 			return err
 		})
-		if err != nil {
-			r.cfg.Logger.Debug("list dead letters failed", "sink", sink, "error", err)
-		}
-		for _, d := range dead {
-			if n == limit {
-				return n, nil
-			}
-			if !r.commandDue(sink, d.Key) {
-				continue
-			}
-			err := r.admin(ctx, func(ctx context.Context) error {
-				_, err := sinkadmin.Redrive(ctx, r.brokers, r.app, sink, d.Key)
-				return err
-			})
-			switch {
-			case err == nil:
-				n++
-				r.res.Redriven++
-			case errors.Is(err, sinkadmin.ErrState) || errors.Is(err, sinkadmin.ErrNotFound):
-				r.res.CommandsRefused++ // a dead letter redriven before, mostly
-			case ctx.Err() != nil:
-				return n, ctx.Err()
-			default:
-				r.forget(sink, d.Key)
-				r.cfg.Logger.Warn("redrive failed; trying again at the next pass", "sink", sink, "key", d.Key, "error", err)
-				return n, nil
-			}
+		n += len(cs)
+		r.res.Redriven += len(cs)
+		if r.noteBatch(ctx, sink, "redrive", picked, cs, err) != nil {
+			return n, ctx.Err()
 		}
 	}
 	return n, nil
+}
+
+// noteBatch records a batch of commands: the keys written as resolved by
+// the run, the keys picked but not written forgotten (the next pass tries
+// them again). It returns the context's error when the run is ending.
+func (r *runner) noteBatch(ctx context.Context, sink, what string, picked []string, cs []sinkadmin.Command, err error) error {
+	written := map[string]bool{}
+	for _, c := range cs {
+		written[c.Key] = true
+		if r.resolved == nil {
+			r.resolved = map[string]bool{}
+		}
+		r.resolved[c.Key] = true
+	}
+	for _, k := range picked {
+		if !written[k] {
+			r.forget(sink, k)
+		}
+	}
+	switch {
+	case err == nil:
+		r.res.CommandBatches++
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, verify.ErrTopicNotFound):
+		// A sink with no ledger or dead letter yet has nothing parked.
+	case errors.Is(err, sinkadmin.ErrState) || errors.Is(err, sinkadmin.ErrNotFound):
+		r.res.CommandsRefused++
+		r.cfg.Logger.Info(what+" batch refused; trying again at the next pass", "sink", sink, "keys", len(picked), "error", err)
+	default:
+		r.cfg.Logger.Warn(what+" batch failed; trying again at the next pass", "sink", sink, "keys", len(picked), "written", len(cs), "error", err)
+	}
+	return nil
 }
 
 // admin runs one sinkadmin call with a deadline of its own.
@@ -374,17 +440,12 @@ func (r *runner) commandDue(sink, key string) bool {
 	return true
 }
 
-// operatorFaultCommands bounds the commands of one operator-command fault,
-// so that the kill follows them within a second or two (each command
-// reads the ledger).
-const operatorFaultCommands = 10
-
-// operatorFault writes the operator's commands for what is parked now (at
-// most operatorFaultCommands) and SIGKILLs a replica right after (the
+// operatorFault writes the operator's commands for what is parked now
+// (a batch per sink and kind) and SIGKILLs a replica right after (the
 // runner applying a command may be the one killed), starting it again
 // after up to 2 s.
 func (r *runner) operatorFault(ctx context.Context, f *Fault) error {
-	n, err := r.operatorCommands(ctx, operatorFaultCommands)
+	n, err := r.operatorCommands(ctx)
 	if err != nil {
 		return err
 	}

@@ -267,6 +267,7 @@ type runner struct {
 	prefix    string
 	hook      *hook
 	commanded map[string]time.Time // when a command was last written, per sink and key
+	resolved  map[string]bool      // the keys the run wrote a resolve or redrive for
 }
 
 // setup starts or opens the brokers, creates the input topic and starts
