@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -13,9 +12,7 @@ import (
 	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/receiver"
 	"github.com/onceflow/onceflow/internal/sinkadmin"
-	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/verify"
-	"github.com/onceflow/onceflow/sinks"
 )
 
 // The topologies a run can drive.
@@ -76,6 +73,19 @@ func (h *hook) effects() []verify.Effect {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]verify.Effect(nil), h.mu.effects...)
+}
+
+// senders says who sent the effects applied for key.
+func (h *hook) senders(key string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, e := range h.mu.effects {
+		if e.Key == key {
+			out = append(out, e.Sender)
+		}
+	}
+	return out
 }
 
 func (h *hook) close() {
@@ -162,45 +172,8 @@ func (r *runner) runAllStages(ctx context.Context) error {
 	r.collectWatch()
 	fmt.Fprintf(cfg.Progress, "all input committed %.1fs after the start; waiting for every output, window and effect, settling parked deliveries\n", r.res.Seconds)
 
-	// Outputs after the input commits come in the later sub-topologies
-	// and the sink runners; unknown and dead-lettered deliveries wait for
-	// an operator. Settle them in batches and check until complete, or
-	// until the drain timeout.
-	settleStart := time.Now()
-	deadline := settleStart.Add(cfg.DrainTimeout)
-	r.hook.recv.Heal()
-	fmt.Fprintf(cfg.Progress, "receiver healed: no more injected refusals or dropped answers while parked deliveries settle\n")
-	var rep verify.AllStagesReport
-	for {
-		if err := r.restartExited(); err != nil {
-			return err
-		}
-		if err := r.operate(ctx); err != nil {
-			return err
-		}
-		rep, err = r.checkAllStages(ctx, truth)
-		if err != nil && ctx.Err() != nil {
-			return err
-		}
-		if err != nil {
-			// Read again at the next pass (a broker slow to answer).
-			r.cfg.Logger.Warn("reading the outputs failed; trying again", "error", err)
-		} else if rep.Complete() && r.settled(ctx) {
-			r.res.Settled = true
-			break
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		if err := sleep(ctx, 3*time.Second); err != nil {
-			return err
-		}
-	}
-	r.res.SettleSeconds = time.Since(settleStart).Seconds()
-	if r.res.Settled {
-		fmt.Fprintf(cfg.Progress, "settled %.1fs after all input was committed: every output, window and effect there, every delivery succeeded\n", r.res.SettleSeconds)
-	} else {
-		fmt.Fprintf(cfg.Progress, "not settled when the drain timeout ended, %.1fs after all input was committed\n", r.res.SettleSeconds)
+	if err := r.settle(ctx, truth); err != nil {
+		return err
 	}
 	for _, rep := range r.reps {
 		rep.stop(20 * time.Second)
@@ -208,18 +181,24 @@ func (r *runner) runAllStages(ctx context.Context) error {
 	// Read again once every replica stopped: a zombie's last effect counts.
 	// What is still parked is read with it: a missing effect whose
 	// delivery an operator sees parked is not lost.
-	parked, err := r.parked(ctx)
+	sts, err := r.readLedgers(ctx, true)
 	if err != nil {
 		return err
 	}
-	if rep, err = r.checkAllStages(ctx, truth, parked...); err != nil {
+	r.notePendingApplied(sts)
+	var parked []verify.Effect
+	for _, st := range sts {
+		parked = append(parked, st.parked...)
+	}
+	rep, err := r.checkAllStages(ctx, truth, parked...)
+	if err != nil {
 		return err
 	}
 	r.res.AllStages = &rep
 	r.res.ParkedAtEnd = len(parked)
 	var never []string
 	for _, p := range parked {
-		if !r.resolved[p.Key] {
+		if _, ok := r.commanded[p.Key]; !ok {
 			never = append(never, p.Key)
 		}
 	}
@@ -253,59 +232,6 @@ func (r *runner) runAllStages(ctx context.Context) error {
 	return nil
 }
 
-// settled reports whether every delivery of the sinks' ledgers settled
-// as succeeded (nothing pending, unknown, dead-lettered or failed).
-func (r *runner) settled(ctx context.Context) bool {
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	st, err := sinkadmin.StatusOf(sctx, r.brokers, r.app, allStagesSinks)
-	if err != nil {
-		return false
-	}
-	for _, s := range st {
-		if s.States["succeeded"] != s.Deliveries {
-			return false
-		}
-	}
-	return true
-}
-
-// parked reads what the sinks' ledgers hold parked where an operator sees
-// it: deliveries unknown (the payload kept in the ledger entry) and
-// dead-lettered (the payload of the dead letter), with their keys.
-func (r *runner) parked(ctx context.Context) ([]verify.Effect, error) {
-	var out []verify.Effect
-	for _, sink := range allStagesSinks {
-		err := r.admin(ctx, func(ctx context.Context) error {
-			ds, _, err := sinkadmin.Ledger(ctx, r.brokers, r.app, sink)
-			if err != nil {
-				return err
-			}
-			dls, err := sinkadmin.DeadLetters(ctx, r.brokers, r.app, sink)
-			if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
-				return err
-			}
-			dead := map[string][]byte{}
-			for _, dl := range dls {
-				dead[dl.Key] = dl.Payload
-			}
-			for _, d := range ds {
-				switch d.State {
-				case sinkrunner.Unknown:
-					out = append(out, verify.Effect{Key: d.Key, Payload: d.Payload})
-				case sinkrunner.DeadLettered:
-					out = append(out, verify.Effect{Key: d.Key, Payload: dead[d.Key]})
-				}
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
-			return nil, fmt.Errorf("chaos: parked deliveries of %s: %w", sink, err)
-		}
-	}
-	return out, nil
-}
-
 // checkAllStages reads the outputs and checks them with the effects the
 // receiver applied so far (and the deliveries parked, when given).
 func (r *runner) checkAllStages(ctx context.Context, truth gen.AllStagesTruth, parked ...verify.Effect) (verify.AllStagesReport, error) {
@@ -319,133 +245,12 @@ func (r *runner) checkAllStages(ctx context.Context, truth gen.AllStagesTruth, p
 	return verify.CheckAllStages(truth, out), nil
 }
 
-// operate does what an operator does with the sinks' parked deliveries,
-// in a batch per sink and kind (`sinks unknown resolve`, `dlq redrive`):
-// a delivery parked as unknown is resolved as succeeded when the receiver
-// applied it and as retry otherwise; a dead letter is redriven. A command
-// for a key is not written again within 15 seconds of the last one. It
-// returns how many commands it wrote. A listing or a batch that fails (a
-// broker down, a deadline under load) is logged and left for the next
-// pass, as an operator would try again.
-func (r *runner) operate(ctx context.Context) error {
-	_, err := r.operatorCommands(ctx)
-	return err
-}
-
-func (r *runner) operatorCommands(ctx context.Context) (int, error) {
-	n := 0
-	for _, sink := range allStagesSinks {
-		var picked []string
-		var cs []sinkadmin.Command
-		err := r.admin(ctx, func(ctx context.Context) (err error) {
-			picked = picked[:0]
-			cs, err = sinkadmin.ResolveAll(ctx, r.brokers, r.app, sink, func(d sinkadmin.Delivery) string {
-				as := sinks.ResolveRetry
-				if r.hook.recv.Effects(d.Key) > 0 {
-					as = sinks.ResolveSucceeded
-				} else if d.Payload == nil {
-					return "" // parked by a runner that kept no payload: not the run's to say
-				}
-				if !r.commandDue(sink, d.Key) {
-					return ""
-				}
-				picked = append(picked, d.Key)
-				return as
-			})
-			return err
-		})
-		n += len(cs)
-		r.res.Resolved += len(cs)
-		if r.noteBatch(ctx, sink, "resolve", picked, cs, err) != nil {
-			return n, ctx.Err()
-		}
-		picked, cs = nil, nil
-		err = r.admin(ctx, func(ctx context.Context) (err error) {
-			picked = picked[:0]
-			cs, err = sinkadmin.RedriveAll(ctx, r.brokers, r.app, sink, func(d sinkadmin.DeadLetter) bool {
-				if !r.commandDue(sink, d.Key) {
-					return false
-				}
-				picked = append(picked, d.Key)
-				return true
-			})
-			return err
-		})
-		n += len(cs)
-		r.res.Redriven += len(cs)
-		if r.noteBatch(ctx, sink, "redrive", picked, cs, err) != nil {
-			return n, ctx.Err()
-		}
-	}
-	return n, nil
-}
-
-// noteBatch records a batch of commands: the keys written as resolved by
-// the run, the keys picked but not written forgotten (the next pass tries
-// them again). It returns the context's error when the run is ending.
-func (r *runner) noteBatch(ctx context.Context, sink, what string, picked []string, cs []sinkadmin.Command, err error) error {
-	written := map[string]bool{}
-	for _, c := range cs {
-		written[c.Key] = true
-		if r.resolved == nil {
-			r.resolved = map[string]bool{}
-		}
-		r.resolved[c.Key] = true
-	}
-	for _, k := range picked {
-		if !written[k] {
-			r.forget(sink, k)
-		}
-	}
-	switch {
-	case err == nil:
-		r.res.CommandBatches++
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(err, verify.ErrTopicNotFound):
-		// A sink with no ledger or dead letter yet has nothing parked.
-	case errors.Is(err, sinkadmin.ErrState) || errors.Is(err, sinkadmin.ErrNotFound):
-		r.res.CommandsRefused++
-		r.cfg.Logger.Info(what+" batch refused; trying again at the next pass", "sink", sink, "keys", len(picked), "error", err)
-	default:
-		r.cfg.Logger.Warn(what+" batch failed; trying again at the next pass", "sink", sink, "keys", len(picked), "written", len(cs), "error", err)
-	}
-	return nil
-}
-
-// admin runs one sinkadmin call with a deadline of its own.
-func (r *runner) admin(ctx context.Context, fn func(context.Context) error) error {
-	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return fn(actx)
-}
-
-// forget drops the note of a command that was not written.
-func (r *runner) forget(sink, key string) {
-	delete(r.commanded, sink+"\x00"+key)
-}
-
-// commandDue reports whether a command for sink's key may be written now
-// (none within the last 15 seconds: time for the runner to apply the last
-// one), and notes it.
-func (r *runner) commandDue(sink, key string) bool {
-	k := sink + "\x00" + key
-	if at, ok := r.commanded[k]; ok && time.Since(at) < 15*time.Second {
-		return false
-	}
-	if r.commanded == nil {
-		r.commanded = map[string]time.Time{}
-	}
-	r.commanded[k] = time.Now()
-	return true
-}
-
 // operatorFault writes the operator's commands for what is parked now
 // (a batch per sink and kind) and SIGKILLs a replica right after (the
 // runner applying a command may be the one killed), starting it again
 // after up to 2 s.
 func (r *runner) operatorFault(ctx context.Context, f *Fault) error {
-	n, err := r.operatorCommands(ctx)
+	n, err := r.operatorCommands(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -97,6 +97,13 @@ type Result struct {
 	ParkedAtEnd      int `json:"parked_at_end"`
 	ParkedVisible    int `json:"parked_visible"`
 	ParkedUnresolved int `json:"parked_unresolved"`
+	// PendingApplied counts ledger entries still pending at the end whose
+	// effect the receiver applied (once: more would be a violation):
+	// an attempt's in-flight mark that reached the ledger's changelog
+	// after the delivery had succeeded (a zombie runner's). They do not
+	// hold the settling up; PendingAppliedExamples names a few.
+	PendingApplied         int      `json:"pending_applied"`
+	PendingAppliedExamples []string `json:"pending_applied_examples,omitempty"`
 
 	// Topology is the topology the replicas ran.
 	Topology string `json:"topology"`
@@ -168,6 +175,10 @@ func (r Result) String() string {
 		}
 		fmt.Fprintf(&b, "  settling                  %s after %.1fs; parked at the end %d (missing effects among them %d, never resolved by the run %d)\n",
 			settled, r.SettleSeconds, r.ParkedAtEnd, r.ParkedVisible, r.ParkedUnresolved)
+		if r.PendingApplied > 0 {
+			fmt.Fprintf(&b, "  pending, effect applied   %d ledger entries pending at the end whose effect the receiver applied (an in-flight mark after the success) %v\n",
+				r.PendingApplied, r.PendingAppliedExamples)
+		}
 		for _, s := range r.Sinks {
 			fmt.Fprintf(&b, "  ledger %-18s %d deliveries %v\n", s.Sink, s.Deliveries, s.States)
 		}
