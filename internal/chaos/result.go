@@ -69,6 +69,10 @@ type Result struct {
 	// Throughput samples the group's committed input offsets (summed)
 	// once a second.
 	Throughput []Sample `json:"throughput,omitempty"`
+	// SettleSamples sample, at each pass of the settling (allstages), the
+	// receiver's effects and the sinks' outbox records the runners had
+	// not read.
+	SettleSamples []SettleSample `json:"settle_samples,omitempty"`
 
 	// OperatorFaults counts operator-command faults (allstages): the
 	// commands for what was parked, then a SIGKILL. Resolved and Redriven
@@ -131,6 +135,28 @@ type Sample struct {
 	Committed int64   `json:"committed"`
 }
 
+// SettleSample is, At seconds after all input was committed, the effects
+// the receiver had applied and the outbox records not read yet.
+type SettleSample struct {
+	At      float64 `json:"at_seconds"`
+	Effects int64   `json:"effects"`
+	Unread  int64   `json:"unread"`
+}
+
+// settleRate is the receiver's effects per second over the settling, and
+// the outbox backlog when it began.
+func (r Result) settleRate() (perSecond float64, backlog int64) {
+	ss := r.SettleSamples
+	if len(ss) < 2 {
+		return 0, 0
+	}
+	first, last := ss[0], ss[len(ss)-1]
+	if last.At > first.At {
+		perSecond = float64(last.Effects-first.Effects) / (last.At - first.At)
+	}
+	return perSecond, first.Unread
+}
+
 // sum adds up m's values.
 func sum(m map[string]int) int {
 	n := 0
@@ -175,6 +201,9 @@ func (r Result) String() string {
 		}
 		fmt.Fprintf(&b, "  settling                  %s after %.1fs; parked at the end %d (missing effects among them %d, never resolved by the run %d)\n",
 			settled, r.SettleSeconds, r.ParkedAtEnd, r.ParkedVisible, r.ParkedUnresolved)
+		if rate, backlog := r.settleRate(); len(r.SettleSamples) > 1 {
+			fmt.Fprintf(&b, "  settling backlog          %d outbox records unread when it began; %.0f effects/s at the receiver while it ran\n", backlog, rate)
+		}
 		if r.PendingApplied > 0 {
 			fmt.Fprintf(&b, "  pending, effect applied   %d ledger entries pending at the end whose effect the receiver applied (an in-flight mark after the success) %v\n",
 				r.PendingApplied, r.PendingAppliedExamples)

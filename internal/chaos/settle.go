@@ -91,12 +91,18 @@ func (r *runner) notePendingApplied(sts []sinkState) {
 	}
 }
 
+// settleBacklog is the outbox backlog above which a settling pass only
+// samples it: the runners are busy delivering, and commands written now
+// would wait behind the backlog anyway, so the ledgers are not read.
+const settleBacklog = 2000
+
 // settle waits, after all input was committed, until every output,
 // window and effect is there and every delivery settled, resolving and
 // redriving what is parked in batches, at most the drain timeout. A pass
-// reads each sink's ledger once and writes the commands it calls for;
-// the outputs (the costly read) are read only once the ledgers are clean
-// and the runners have read their outboxes.
+// samples the outboxes' backlog (and the receiver's effects), reads each
+// sink's ledger once and writes the commands it calls for; the outputs
+// (the costly read) are read only once the ledgers are clean and the
+// runners have read their outboxes.
 func (r *runner) settle(ctx context.Context, truth gen.AllStagesTruth) error {
 	start := time.Now()
 	deadline := start.Add(r.cfg.DrainTimeout)
@@ -105,6 +111,18 @@ func (r *runner) settle(ctx context.Context, truth gen.AllStagesTruth) error {
 	for {
 		if err := r.restartExited(); err != nil {
 			return err
+		}
+		unread, uerr := r.outboxUnread(ctx)
+		r.res.SettleSamples = append(r.res.SettleSamples, SettleSample{At: time.Since(start).Seconds(),
+			Effects: r.hook.recv.Stats().Effects, Unread: unread})
+		if uerr == nil && unread > settleBacklog {
+			if time.Now().After(deadline) {
+				break
+			}
+			if err := sleep(ctx, 5*time.Second); err != nil {
+				return err
+			}
+			continue
 		}
 		sts, err := r.readLedgers(ctx, false)
 		switch {
@@ -118,7 +136,7 @@ func (r *runner) settle(ctx context.Context, truth gen.AllStagesTruth) error {
 			if _, err := r.operatorCommands(ctx, sts); err != nil {
 				return err
 			}
-			if clean(sts) && r.outboxesRead(ctx) {
+			if clean(sts) && uerr == nil && unread == 0 {
 				rep, err := r.checkAllStages(ctx, truth)
 				if err != nil && ctx.Err() != nil {
 					return err
@@ -130,19 +148,20 @@ func (r *runner) settle(ctx context.Context, truth gen.AllStagesTruth) error {
 				}
 			}
 		}
-		r.res.SettleSeconds = time.Since(start).Seconds()
-		if r.res.Settled {
-			fmt.Fprintf(r.cfg.Progress, "settled %.1fs after all input was committed: every output, window and effect there, every delivery succeeded\n", r.res.SettleSeconds)
-			return nil
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(r.cfg.Progress, "not settled when the drain timeout ended, %.1fs after all input was committed\n", r.res.SettleSeconds)
-			return nil
+		if r.res.Settled || time.Now().After(deadline) {
+			break
 		}
 		if err := sleep(ctx, 3*time.Second); err != nil {
 			return err
 		}
 	}
+	r.res.SettleSeconds = time.Since(start).Seconds()
+	if r.res.Settled {
+		fmt.Fprintf(r.cfg.Progress, "settled %.1fs after all input was committed: every output, window and effect there, every delivery succeeded\n", r.res.SettleSeconds)
+	} else {
+		fmt.Fprintf(r.cfg.Progress, "not settled when the drain timeout ended, %.1fs after all input was committed\n", r.res.SettleSeconds)
+	}
+	return nil
 }
 
 // clean reports whether no delivery is parked or unsettled.
@@ -155,20 +174,22 @@ func clean(sts []sinkState) bool {
 	return true
 }
 
-// outboxesRead reports whether the sink runners' group has read every
-// record of the sinks' outboxes.
-func (r *runner) outboxesRead(ctx context.Context) bool {
+// outboxUnread counts the records of the sinks' outboxes the runners'
+// group has not read yet (delivery requests and commands).
+func (r *runner) outboxUnread(ctx context.Context) (int64, error) {
+	var n int64
 	for _, sink := range allStagesSinks {
 		var p verify.Progress
 		err := r.admin(ctx, func(ctx context.Context) (err error) {
 			p, err = verify.GroupProgress(ctx, r.brokers, sinkadmin.RunnerGroup(r.app), sinkadmin.Outbox(r.app, sink))
 			return err
 		})
-		if err != nil || p.Lag > 0 {
-			return false
+		if err != nil {
+			return 0, err
 		}
+		n += p.Lag
 	}
-	return true
+	return n, nil
 }
 
 // operatorCommands does what an operator does with the sinks' parked
