@@ -93,8 +93,12 @@ func (r *runner) notePendingApplied(sts []sinkState) {
 
 // settleBacklog is the outbox backlog above which a settling pass only
 // samples it: the runners are busy delivering, and commands written now
-// would wait behind the backlog anyway, so the ledgers are not read.
-const settleBacklog = 2000
+// would wait behind the backlog anyway, so the ledgers are read (and what
+// is parked commanded) only every settleLedgerEvery.
+const (
+	settleBacklog     = 2000
+	settleLedgerEvery = 30 * time.Second
+)
 
 // settle waits, after all input was committed, until every output,
 // window and effect is there and every delivery settled, resolving and
@@ -108,6 +112,7 @@ func (r *runner) settle(ctx context.Context, truth gen.AllStagesTruth) error {
 	deadline := start.Add(r.cfg.DrainTimeout)
 	r.hook.recv.Heal()
 	fmt.Fprintf(r.cfg.Progress, "receiver healed: no more injected refusals or dropped answers while parked deliveries settle\n")
+	var ledgersRead time.Time
 	for {
 		if err := r.restartExited(); err != nil {
 			return err
@@ -115,7 +120,7 @@ func (r *runner) settle(ctx context.Context, truth gen.AllStagesTruth) error {
 		unread, uerr := r.outboxUnread(ctx)
 		r.res.SettleSamples = append(r.res.SettleSamples, SettleSample{At: time.Since(start).Seconds(),
 			Effects: r.hook.recv.Stats().Effects, Unread: unread})
-		if uerr == nil && unread > settleBacklog {
+		if uerr == nil && unread > settleBacklog && time.Since(ledgersRead) < settleLedgerEvery {
 			if time.Now().After(deadline) {
 				break
 			}
@@ -124,6 +129,7 @@ func (r *runner) settle(ctx context.Context, truth gen.AllStagesTruth) error {
 			}
 			continue
 		}
+		ledgersRead = time.Now()
 		sts, err := r.readLedgers(ctx, false)
 		switch {
 		case ctx.Err() != nil:
