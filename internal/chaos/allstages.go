@@ -196,12 +196,7 @@ func (r *runner) runAllStages(ctx context.Context) error {
 	}
 	r.res.AllStages = &rep
 	r.res.ParkedAtEnd = len(parked)
-	var never []string
-	for _, p := range parked {
-		if _, ok := r.commanded[p.Key]; !ok {
-			never = append(never, p.Key)
-		}
-	}
+	never := r.uncommanded(parked)
 	r.res.ParkedUnresolved = len(never)
 	r.res.Receiver = r.hook.recv.Stats()
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)

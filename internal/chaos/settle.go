@@ -272,6 +272,18 @@ func (r *runner) commandDue(key string, read kadm.OffsetResponses) bool {
 	return ok && o.Err == nil && o.At > c.Offset
 }
 
+// uncommanded lists the keys of parked deliveries the run wrote no
+// command for: parked visibly, but never resolved by the run's settling.
+func (r *runner) uncommanded(parked []verify.Effect) []string {
+	var never []string
+	for _, p := range parked {
+		if _, ok := r.commanded[p.Key]; !ok {
+			never = append(never, p.Key)
+		}
+	}
+	return never
+}
+
 // noteBatch records a batch of commands: the keys written, with their
 // outbox places. It returns the context's error when the run is ending.
 func (r *runner) noteBatch(ctx context.Context, sink, what string, cs []sinkadmin.Command, err error) error {
