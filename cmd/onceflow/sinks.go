@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -70,28 +71,63 @@ func (c *SinksStatusCmd) Run(env *Env) error {
 // SinksUnknownCmd is `onceflow sinks unknown`.
 type SinksUnknownCmd struct {
 	List    SinksUnknownListCmd    `cmd:"" help:"List a sink's deliveries parked as unknown."`
-	Resolve SinksUnknownResolveCmd `cmd:"" help:"Settle a delivery parked as unknown: as succeeded (never sent), failed (dead-lettered) or retry (sent again under the same key)."`
+	Resolve SinksUnknownResolveCmd `cmd:"" help:"Settle deliveries parked as unknown (the keys given, or --all): as succeeded (never sent), failed (dead-lettered) or retry (sent again under the same key)."`
 }
 
 // SinksUnknownResolveCmd is `onceflow sinks unknown resolve`.
 type SinksUnknownResolveCmd struct {
 	appFlags `embed:""`
-	Sink     string `name:"sink" required:"" help:"The sink."`
-	Key      string `arg:"" name:"key" help:"The delivery's idempotency key."`
-	As       string `name:"as" required:"" enum:"succeeded,failed,retry" help:"The outcome: succeeded, failed or retry."`
+	Sink     string   `name:"sink" required:"" help:"The sink."`
+	Keys     []string `arg:"" name:"key" optional:"" help:"Idempotency keys of the deliveries to resolve (or --all)."`
+	All      bool     `name:"all" help:"Resolve every delivery of the sink parked as unknown."`
+	As       string   `name:"as" required:"" enum:"succeeded,failed,retry" help:"The outcome: succeeded, failed or retry."`
 }
 
-// Run writes the resolve command to the sink's outbox.
+// Run writes the resolve commands to the sink's outbox, in one batch
+// (one read of the ledger; nothing written when a key is refused).
 func (c *SinksUnknownResolveCmd) Run(env *Env) error {
+	if err := keysOrAll(c.Keys, c.All); err != nil {
+		return err
+	}
 	opts, err := c.clientOptions()
 	if err != nil {
 		return err
 	}
-	cmd, err := sinkadmin.Resolve(env.Ctx, c.BrokerList(), c.AppID, c.Sink, c.Key, c.As, opts...)
-	if err != nil {
-		return err
+	var cmds []sinkadmin.Command
+	if c.All {
+		cmds, err = sinkadmin.ResolveAll(env.Ctx, c.BrokerList(), c.AppID, c.Sink, func(sinkadmin.Delivery) string { return c.As }, opts...)
+	} else {
+		cmds, err = sinkadmin.ResolveKeys(env.Ctx, c.BrokerList(), c.AppID, c.Sink, c.Keys, c.As, opts...)
 	}
-	return printCommand(env, c.JSON, cmd)
+	if perr := printCommands(env, c.JSON, cmds); perr != nil {
+		return perr
+	}
+	return err
+}
+
+// keysOrAll refuses a command given both keys and --all, or neither.
+func keysOrAll(keys []string, all bool) error {
+	switch {
+	case all && len(keys) > 0:
+		return errors.New("give idempotency keys or --all, not both")
+	case !all && len(keys) == 0:
+		return errors.New("give idempotency keys, or --all")
+	}
+	return nil
+}
+
+// printCommands reports the commands of a batch, and (as text) how many
+// were written.
+func printCommands(env *Env, asJSON bool, cs []sinkadmin.Command) error {
+	for _, c := range cs {
+		if err := printCommand(env, asJSON, c); err != nil {
+			return err
+		}
+	}
+	if !asJSON {
+		fmt.Fprintf(env.Stdout, "%d commands written\n", len(cs))
+	}
+	return nil
 }
 
 // printCommand reports a command written to an outbox.
@@ -133,32 +169,38 @@ func (c *SinksUnknownListCmd) Run(env *Env) error {
 type DLQCmd struct {
 	List    DLQListCmd    `cmd:"" help:"List a sink's dead letters."`
 	Show    DLQShowCmd    `cmd:"" help:"Show one dead letter, payload included."`
-	Redrive DLQRedriveCmd `cmd:"" help:"Deliver a dead letter again, under its idempotency key (once, with a fresh retry budget)."`
+	Redrive DLQRedriveCmd `cmd:"" help:"Deliver dead letters again (the keys given, or --all), each under its idempotency key (once, with a fresh retry budget)."`
 }
 
 // DLQRedriveCmd is `onceflow dlq redrive`.
 type DLQRedriveCmd struct {
 	appFlags `embed:""`
 	Sink     string   `name:"sink" required:"" help:"The sink."`
-	Keys     []string `arg:"" name:"key" help:"Idempotency keys of the dead letters to redrive."`
+	Keys     []string `arg:"" name:"key" optional:"" help:"Idempotency keys of the dead letters to redrive (or --all)."`
+	All      bool     `name:"all" help:"Redrive every dead letter of the sink whose delivery is still dead-lettered."`
 }
 
-// Run writes a redrive command per key to the sink's outbox.
+// Run writes the redrive commands to the sink's outbox, in one batch (one
+// read of the ledger and of the dead-letter topic; nothing written when a
+// key is refused).
 func (c *DLQRedriveCmd) Run(env *Env) error {
+	if err := keysOrAll(c.Keys, c.All); err != nil {
+		return err
+	}
 	opts, err := c.clientOptions()
 	if err != nil {
 		return err
 	}
-	for _, k := range c.Keys {
-		cmd, err := sinkadmin.Redrive(env.Ctx, c.BrokerList(), c.AppID, c.Sink, k, opts...)
-		if err != nil {
-			return err
-		}
-		if err := printCommand(env, c.JSON, cmd); err != nil {
-			return err
-		}
+	var cmds []sinkadmin.Command
+	if c.All {
+		cmds, err = sinkadmin.RedriveAll(env.Ctx, c.BrokerList(), c.AppID, c.Sink, nil, opts...)
+	} else {
+		cmds, err = sinkadmin.RedriveKeys(env.Ctx, c.BrokerList(), c.AppID, c.Sink, c.Keys, opts...)
 	}
-	return nil
+	if perr := printCommands(env, c.JSON, cmds); perr != nil {
+		return perr
+	}
+	return err
 }
 
 // DLQListCmd is `onceflow dlq list`.

@@ -104,3 +104,96 @@ func TestSinksAndDLQCommands(t *testing.T) {
 		t.Errorf("outbox:\n%s\nwant\n%s", strings.Join(got, "|"), want)
 	}
 }
+
+// TestBatchCommands resolves and redrives many deliveries with one
+// command each (sinks unknown resolve --all, dlq redrive --all, and keys
+// given together): every command lands in its delivery's outbox
+// partition, and a batch with one key refused writes nothing.
+func TestBatchCommands(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, topic := range []string{"shop-sink-hook", "shop-sink-hook-ledger-changelog", "shop-sink-hook-dlq"} {
+		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, -1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entry := func(key string, p int32, s sinkrunner.State, payload string) *kgo.Record {
+		e := sinkrunner.Entry{State: s, Attempts: 1}
+		if s == sinkrunner.Unknown {
+			e.RecordKey, e.Payload = []byte("c-"+key), []byte(payload)
+		}
+		return &kgo.Record{Topic: "shop-sink-hook-ledger-changelog", Partition: p, Key: []byte(key), Value: sinkrunner.EncodeEntry(e)}
+	}
+	dead := func(key string, p int32, payload string) *kgo.Record {
+		return &kgo.Record{Topic: "shop-sink-hook-dlq", Partition: p, Key: []byte("c-" + key), Value: []byte(payload),
+			Headers: []kgo.RecordHeader{{Key: sinks.HeaderIdempotencyKey, Value: []byte(key)}, {Key: sinks.HeaderClass, Value: []byte("permanent")}}}
+	}
+	recs := []*kgo.Record{
+		entry("hook:u1", 0, sinkrunner.Unknown, "p-u1"), entry("hook:u2", 1, sinkrunner.Unknown, "p-u2"), entry("hook:u3", 1, sinkrunner.Unknown, "p-u3"),
+		entry("hook:d1", 0, sinkrunner.DeadLettered, ""), entry("hook:d2", 1, sinkrunner.DeadLettered, ""), entry("hook:s", 0, sinkrunner.Succeeded, ""),
+		entry("hook:r", 1, sinkrunner.Succeeded, ""), // dead-lettered once, redriven since: its dead letter stays
+		dead("hook:d1", 0, "p-d1"), dead("hook:r", 1, "p-r"), dead("hook:d2", 1, "p-d2"),
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	brokers := strings.Join(b.Addrs(), ",")
+	run := func(args ...string) (int, string, string) {
+		return cli(t, ctx, append(args, "--brokers", brokers, "--app-id", "shop")...)
+	}
+	for _, args := range [][]string{
+		{"sinks", "unknown", "resolve", "--sink", "hook", "hook:u1", "hook:s", "--as", "retry"}, // hook:s settled
+		{"dlq", "redrive", "--sink", "hook", "hook:d1", "hook:r"},                               // hook:r redriven before
+		{"dlq", "redrive", "--sink", "hook", "hook:d1", "hook:nope"},
+		{"sinks", "unknown", "resolve", "--sink", "hook", "--as", "retry"},
+		{"dlq", "redrive", "--sink", "hook", "--all", "hook:d1"},
+	} {
+		if code, out, errOut := run(args...); code != exitError || strings.Contains(out, "written to") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want refused, nothing written", args, code, out, errOut)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"sinks", "unknown", "resolve", "--sink", "hook", "--all", "--as", "retry"},
+			[]string{"resolve as retry of hook:u1 written to shop-sink-hook/0", "of hook:u3 written to shop-sink-hook/1", "3 commands written"}},
+		{[]string{"dlq", "redrive", "--sink", "hook", "--all"}, []string{"redrive of hook:d1 written to shop-sink-hook/0", "redrive of hook:d2 written to shop-sink-hook/1", "2 commands written"}},
+		{[]string{"dlq", "redrive", "--sink", "hook", "hook:d2", "hook:d1", "hook:d2", "--json"}, []string{`"idempotency_key":"hook:d2"`, `"idempotency_key":"hook:d1"`}},
+	} {
+		code, out, errOut := run(tc.args...)
+		if code != exitOK {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: stdout\n%s\ndoes not contain %q", tc.args, out, w)
+			}
+		}
+	}
+	outbox, err := verify.ReadAll(ctx, b.Addrs(), "shop-sink-hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range outbox {
+		got = append(got, fmt.Sprintf("%d %s%s %s %s %s", r.Partition, r.Headers[sinks.HeaderCommand], r.Headers[sinks.HeaderResolveAs],
+			r.Headers[sinks.HeaderIdempotencyKey], r.Key, r.Value))
+	}
+	want := "0 resolveretry hook:u1 c-hook:u1 p-u1|0 redrive hook:d1 c-hook:d1 p-d1|0 redrive hook:d1 c-hook:d1 p-d1|" +
+		"1 resolveretry hook:u2 c-hook:u2 p-u2|1 resolveretry hook:u3 c-hook:u3 p-u3|1 redrive hook:d2 c-hook:d2 p-d2|1 redrive hook:d2 c-hook:d2 p-d2"
+	if strings.Join(got, "|") != want {
+		t.Errorf("outbox:\n%s\nwant\n%s", strings.Join(got, "|"), want)
+	}
+}

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -74,6 +73,19 @@ func (h *hook) effects() []verify.Effect {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]verify.Effect(nil), h.mu.effects...)
+}
+
+// senders says who sent the effects applied for key.
+func (h *hook) senders(key string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, e := range h.mu.effects {
+		if e.Key == key {
+			out = append(out, e.Sender)
+		}
+	}
+	return out
 }
 
 func (h *hook) close() {
@@ -160,45 +172,32 @@ func (r *runner) runAllStages(ctx context.Context) error {
 	r.collectWatch()
 	fmt.Fprintf(cfg.Progress, "all input committed %.1fs after the start; waiting for every output, window and effect, settling parked deliveries\n", r.res.Seconds)
 
-	// Outputs after the input commits come in the later sub-topologies
-	// and the sink runners; unknown and dead-lettered deliveries wait for
-	// an operator. Check until complete, or until the drain timeout.
-	deadline := time.Now().Add(cfg.DrainTimeout)
-	r.hook.recv.Heal()
-	fmt.Fprintf(cfg.Progress, "receiver healed: no more injected refusals or dropped answers while parked deliveries settle\n")
-	var rep verify.AllStagesReport
-	for {
-		if err := r.restartExited(); err != nil {
-			return err
-		}
-		rep, err = r.checkAllStages(ctx, truth)
-		if err != nil && ctx.Err() != nil {
-			return err
-		}
-		if err != nil {
-			// Read again at the next pass (a broker slow to answer).
-			r.cfg.Logger.Warn("reading the outputs failed; trying again", "error", err)
-		} else if rep.Complete() && r.settled(ctx) {
-			break
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		if err := r.operate(ctx); err != nil {
-			return err
-		}
-		if err := sleep(ctx, 3*time.Second); err != nil {
-			return err
-		}
+	if err := r.settle(ctx, truth); err != nil {
+		return err
 	}
 	for _, rep := range r.reps {
 		rep.stop(20 * time.Second)
 	}
 	// Read again once every replica stopped: a zombie's last effect counts.
-	if rep, err = r.checkAllStages(ctx, truth); err != nil {
+	// What is still parked is read with it: a missing effect whose
+	// delivery an operator sees parked is not lost.
+	sts, err := r.readLedgers(ctx, true)
+	if err != nil {
+		return err
+	}
+	r.notePendingApplied(sts)
+	var parked []verify.Effect
+	for _, st := range sts {
+		parked = append(parked, st.parked...)
+	}
+	rep, err := r.checkAllStages(ctx, truth, parked...)
+	if err != nil {
 		return err
 	}
 	r.res.AllStages = &rep
+	r.res.ParkedAtEnd = len(parked)
+	never := r.uncommanded(parked)
+	r.res.ParkedUnresolved = len(never)
 	r.res.Receiver = r.hook.recv.Stats()
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	r.res.Sinks, err = sinkadmin.StatusOf(sctx, r.brokers, r.app, allStagesSinks)
@@ -208,10 +207,15 @@ func (r *runner) runAllStages(ctx context.Context) error {
 	}
 	r.res.Events, r.res.Accepted = rep.Input, truth.Accepted
 	r.res.Lost = rep.AccountCounts.Missing + rep.ItemCounts.Missing + rep.Windows.Missing + rep.LineEffects.Missing + rep.TickEffects.Missing
+	r.res.ParkedVisible = rep.LineEffects.Parked + rep.TickEffects.Parked
 	r.res.Duplicated = rep.AccountCounts.Doubled + rep.ItemCounts.Doubled + rep.Windows.Doubled + rep.LineEffects.Doubled + rep.TickEffects.Doubled
 	r.res.Unexpected = rep.AccountCounts.Unexpected + rep.ItemCounts.Unexpected + rep.Windows.Unexpected + rep.LineEffects.Unexpected + rep.TickEffects.Unexpected
 	for _, p := range rep.Problems {
 		r.res.Violations = append(r.res.Violations, "verify: "+p)
+	}
+	if len(never) > 0 {
+		r.res.Violations = append(r.res.Violations, fmt.Sprintf("%d deliveries parked at the end that the run's settling never resolved or redrove: %v",
+			len(never), never[:min(len(never), 5)]))
 	}
 	if v := r.res.Receiver.Violations; v > 0 {
 		r.res.Violations = append(r.res.Violations, fmt.Sprintf("receiver: %d effects applied twice for one idempotency key", v))
@@ -223,168 +227,25 @@ func (r *runner) runAllStages(ctx context.Context) error {
 	return nil
 }
 
-// settled reports whether every delivery of the sinks' ledgers settled
-// as succeeded (nothing pending, unknown, dead-lettered or failed).
-func (r *runner) settled(ctx context.Context) bool {
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	st, err := sinkadmin.StatusOf(sctx, r.brokers, r.app, allStagesSinks)
-	if err != nil {
-		return false
-	}
-	for _, s := range st {
-		if s.States["succeeded"] != s.Deliveries {
-			return false
-		}
-	}
-	return true
-}
-
 // checkAllStages reads the outputs and checks them with the effects the
-// receiver applied so far.
-func (r *runner) checkAllStages(ctx context.Context, truth gen.AllStagesTruth) (verify.AllStagesReport, error) {
+// receiver applied so far (and the deliveries parked, when given).
+func (r *runner) checkAllStages(ctx context.Context, truth gen.AllStagesTruth, parked ...verify.Effect) (verify.AllStagesReport, error) {
 	vctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	out, err := verify.ReadAllStages(vctx, r.brokers, r.prefix, r.app+"-rejected")
 	if err != nil {
 		return verify.AllStagesReport{}, fmt.Errorf("chaos: verify: %w", err)
 	}
-	out.Effects = r.hook.effects()
+	out.Effects, out.Parked = r.hook.effects(), parked
 	return verify.CheckAllStages(truth, out), nil
 }
 
-// operate does what an operator does with the sinks' parked deliveries:
-// a delivery parked as unknown is resolved as succeeded when the receiver
-// applied it and as retry otherwise; a dead letter is redriven. It returns
-// how many commands it wrote. A command for a key is not written again
-// within 15 seconds of the last one.
-func (r *runner) operate(ctx context.Context) error {
-	_, err := r.operatorCommands(ctx, -1)
-	return err
-}
-
-// operatorCommands writes the commands of operate, at most limit of them
-// (negative: no limit), and returns how many it wrote. A listing or a
-// command that fails (a broker down, a deadline under load) is logged and
-// left for the next pass, as an operator would try again.
-func (r *runner) operatorCommands(ctx context.Context, limit int) (int, error) {
-	n := 0
-	for _, sink := range allStagesSinks {
-		var unknown []sinkadmin.Delivery
-		var dead []sinkadmin.DeadLetter
-		err := r.admin(ctx, func(ctx context.Context) (err error) {
-			unknown, err = sinkadmin.Unknown(ctx, r.brokers, r.app, sink)
-			return err
-		})
-		if err != nil {
-			// A sink with no ledger yet has nothing to list either.
-			r.cfg.Logger.Debug("list unknown deliveries failed", "sink", sink, "error", err)
-		}
-		for _, d := range unknown {
-			if n == limit {
-				return n, nil
-			}
-			if !r.commandDue(sink, d.Key) {
-				continue
-			}
-			as := "retry"
-			if r.hook.recv.Effects(d.Key) > 0 {
-				as = "succeeded"
-			}
-			err := r.admin(ctx, func(ctx context.Context) error {
-				_, err := sinkadmin.Resolve(ctx, r.brokers, r.app, sink, d.Key, as)
-				return err
-			})
-			switch {
-			case err == nil:
-				n++
-				r.res.Resolved++
-			case errors.Is(err, sinkadmin.ErrState) || errors.Is(err, sinkadmin.ErrNotFound):
-				r.res.CommandsRefused++
-				r.cfg.Logger.Info("resolve refused", "sink", sink, "key", d.Key, "error", err)
-			case ctx.Err() != nil:
-				return n, ctx.Err()
-			default:
-				// The next pass tries again; so do the keys after it.
-				r.forget(sink, d.Key)
-				r.cfg.Logger.Warn("resolve failed; trying again at the next pass", "sink", sink, "key", d.Key, "error", err)
-				return n, nil
-			}
-		}
-		err = r.admin(ctx, func(ctx context.Context) (err error) {
-			dead, err = sinkadmin.DeadLetters(ctx, r.brokers, r.app, sink)
-			return err
-		})
-		if err != nil {
-			r.cfg.Logger.Debug("list dead letters failed", "sink", sink, "error", err)
-		}
-		for _, d := range dead {
-			if n == limit {
-				return n, nil
-			}
-			if !r.commandDue(sink, d.Key) {
-				continue
-			}
-			err := r.admin(ctx, func(ctx context.Context) error {
-				_, err := sinkadmin.Redrive(ctx, r.brokers, r.app, sink, d.Key)
-				return err
-			})
-			switch {
-			case err == nil:
-				n++
-				r.res.Redriven++
-			case errors.Is(err, sinkadmin.ErrState) || errors.Is(err, sinkadmin.ErrNotFound):
-				r.res.CommandsRefused++ // a dead letter redriven before, mostly
-			case ctx.Err() != nil:
-				return n, ctx.Err()
-			default:
-				r.forget(sink, d.Key)
-				r.cfg.Logger.Warn("redrive failed; trying again at the next pass", "sink", sink, "key", d.Key, "error", err)
-				return n, nil
-			}
-		}
-	}
-	return n, nil
-}
-
-// admin runs one sinkadmin call with a deadline of its own.
-func (r *runner) admin(ctx context.Context, fn func(context.Context) error) error {
-	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return fn(actx)
-}
-
-// forget drops the note of a command that was not written.
-func (r *runner) forget(sink, key string) {
-	delete(r.commanded, sink+"\x00"+key)
-}
-
-// commandDue reports whether a command for sink's key may be written now
-// (none within the last 15 seconds: time for the runner to apply the last
-// one), and notes it.
-func (r *runner) commandDue(sink, key string) bool {
-	k := sink + "\x00" + key
-	if at, ok := r.commanded[k]; ok && time.Since(at) < 15*time.Second {
-		return false
-	}
-	if r.commanded == nil {
-		r.commanded = map[string]time.Time{}
-	}
-	r.commanded[k] = time.Now()
-	return true
-}
-
-// operatorFaultCommands bounds the commands of one operator-command fault,
-// so that the kill follows them within a second or two (each command
-// reads the ledger).
-const operatorFaultCommands = 10
-
-// operatorFault writes the operator's commands for what is parked now (at
-// most operatorFaultCommands) and SIGKILLs a replica right after (the
+// operatorFault writes the operator's commands for what is parked now
+// (a batch per sink and kind) and SIGKILLs a replica right after (the
 // runner applying a command may be the one killed), starting it again
 // after up to 2 s.
 func (r *runner) operatorFault(ctx context.Context, f *Fault) error {
-	n, err := r.operatorCommands(ctx, operatorFaultCommands)
+	n, err := r.operatorCommands(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/gen"
+	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/verify"
 )
 
@@ -266,7 +267,7 @@ type runner struct {
 	// allstages
 	prefix    string
 	hook      *hook
-	commanded map[string]time.Time // when a command was last written, per sink and key
+	commanded map[string]sinkadmin.Command // the last command the run wrote for each key
 }
 
 // setup starts or opens the brokers, creates the input topic and starts

@@ -69,6 +69,10 @@ type Result struct {
 	// Throughput samples the group's committed input offsets (summed)
 	// once a second.
 	Throughput []Sample `json:"throughput,omitempty"`
+	// SettleSamples sample, at each pass of the settling (allstages), the
+	// receiver's effects and the sinks' outbox records the runners had
+	// not read.
+	SettleSamples []SettleSample `json:"settle_samples,omitempty"`
 
 	// OperatorFaults counts operator-command faults (allstages): the
 	// commands for what was parked, then a SIGKILL. Resolved and Redriven
@@ -77,10 +81,33 @@ type Result struct {
 	OperatorFaults int `json:"operator_faults"`
 	Resolved       int `json:"resolved"`
 	Redriven       int `json:"redriven"`
-	// CommandsRefused counts the commands sinkadmin refused (the
-	// delivery not found, or not in a state the command allows: a dead
-	// letter redriven before).
+	// CommandsRefused counts the batches of commands sinkadmin refused
+	// (a delivery not found, or not in a state the command allows);
+	// CommandBatches those written (a batch per sink and kind and pass,
+	// one ledger read each).
 	CommandsRefused int `json:"commands_refused"`
+	CommandBatches  int `json:"command_batches"`
+	// Settled is set when, after all input was committed, every output,
+	// window and effect arrived and every delivery succeeded within the
+	// drain timeout; SettleSeconds is how long that took (or the time
+	// waited when it did not).
+	Settled       bool    `json:"settled"`
+	SettleSeconds float64 `json:"settle_seconds"`
+	// ParkedAtEnd counts the deliveries parked where an operator sees them
+	// (unknown, dead-lettered) when the run ended; ParkedVisible the
+	// missing effects among them (not lost: visible, waiting for an
+	// operator); ParkedUnresolved those the run's own settling never
+	// wrote a command for (a violation).
+	ParkedAtEnd      int `json:"parked_at_end"`
+	ParkedVisible    int `json:"parked_visible"`
+	ParkedUnresolved int `json:"parked_unresolved"`
+	// PendingApplied counts ledger entries still pending at the end whose
+	// effect the receiver applied (once: more would be a violation):
+	// an attempt's in-flight mark that reached the ledger's changelog
+	// after the delivery had succeeded (a zombie runner's). They do not
+	// hold the settling up; PendingAppliedExamples names a few.
+	PendingApplied         int      `json:"pending_applied"`
+	PendingAppliedExamples []string `json:"pending_applied_examples,omitempty"`
 
 	// Topology is the topology the replicas ran.
 	Topology string `json:"topology"`
@@ -106,6 +133,28 @@ type Result struct {
 type Sample struct {
 	At        float64 `json:"at_seconds"`
 	Committed int64   `json:"committed"`
+}
+
+// SettleSample is, At seconds after all input was committed, the effects
+// the receiver had applied and the outbox records not read yet.
+type SettleSample struct {
+	At      float64 `json:"at_seconds"`
+	Effects int64   `json:"effects"`
+	Unread  int64   `json:"unread"`
+}
+
+// settleRate is the receiver's effects per second over the settling, and
+// the outbox backlog when it began.
+func (r Result) settleRate() (perSecond float64, backlog int64) {
+	ss := r.SettleSamples
+	if len(ss) < 2 {
+		return 0, 0
+	}
+	first, last := ss[0], ss[len(ss)-1]
+	if last.At > first.At {
+		perSecond = float64(last.Effects-first.Effects) / (last.At - first.At)
+	}
+	return perSecond, first.Unread
 }
 
 // sum adds up m's values.
@@ -144,8 +193,21 @@ func (r Result) String() string {
 		fmt.Fprintf(&b, "  tick-hook effects         %s\n", a.TickEffects)
 		fmt.Fprintf(&b, "  receiver (not idempotent) %d requests, %d effects, %d violations (a key applied twice), answers %v\n",
 			r.Receiver.Requests, r.Receiver.Effects, r.Receiver.Violations, r.Receiver.Answers)
-		fmt.Fprintf(&b, "  operator commands         %d resolved, %d redriven, %d refused; %d operator faults (commands, then SIGKILL)\n",
-			r.Resolved, r.Redriven, r.CommandsRefused, r.OperatorFaults)
+		fmt.Fprintf(&b, "  operator commands         %d resolved, %d redriven in %d batches, %d batches refused; %d operator faults (commands, then SIGKILL)\n",
+			r.Resolved, r.Redriven, r.CommandBatches, r.CommandsRefused, r.OperatorFaults)
+		settled := "settled"
+		if !r.Settled {
+			settled = "NOT settled within the drain timeout"
+		}
+		fmt.Fprintf(&b, "  settling                  %s after %.1fs; parked at the end %d (missing effects among them %d, never resolved by the run %d)\n",
+			settled, r.SettleSeconds, r.ParkedAtEnd, r.ParkedVisible, r.ParkedUnresolved)
+		if rate, backlog := r.settleRate(); len(r.SettleSamples) > 1 {
+			fmt.Fprintf(&b, "  settling backlog          %d outbox records unread when it began; %.0f effects/s at the receiver while it ran\n", backlog, rate)
+		}
+		if r.PendingApplied > 0 {
+			fmt.Fprintf(&b, "  pending, effect applied   %d ledger entries pending at the end whose effect the receiver applied (an in-flight mark after the success) %v\n",
+				r.PendingApplied, r.PendingAppliedExamples)
+		}
 		for _, s := range r.Sinks {
 			fmt.Fprintf(&b, "  ledger %-18s %d deliveries %v\n", s.Sink, s.Deliveries, s.States)
 		}
@@ -154,7 +216,7 @@ func (r Result) String() string {
 		fmt.Fprintf(&b, "  rejected by reason        %v (truth %v)\n", r.Truth.Rejected, r.Truth.ExpectedRejected)
 		fmt.Fprintf(&b, "  totals match truth        %t\n", r.Truth.TotalsMatch)
 	}
-	fmt.Fprintf(&b, "  lost                      %d\n", r.Lost)
+	fmt.Fprintf(&b, "  lost                      %d (missing and nowhere visible)\n", r.Lost)
 	fmt.Fprintf(&b, "  duplicated                %d\n", r.Duplicated)
 	fmt.Fprintf(&b, "  unexpected                %d\n", r.Unexpected)
 	fmt.Fprintf(&b, "  replica kills (SIGKILL)   %d\n", r.ReplicaKills)

@@ -80,6 +80,9 @@ type DeadLetter struct {
 	Payload   []byte    `json:"payload"`
 }
 
+// Outbox is the outbox topic of app's sink.
+func Outbox(app, sink string) string { return outboxPrefix(app) + sink }
+
 // outboxPrefix is the start of every outbox topic of app.
 func outboxPrefix(app string) string { return app + "-sink-" }
 

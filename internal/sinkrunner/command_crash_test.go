@@ -80,8 +80,8 @@ func (s *scripted) counts(payload string) (calls, effects int) {
 	return s.calls[payload], s.effects[payload]
 }
 
-// A redrive and a resolve as retry survive a crash of the runner that
-// applied them, between the command and the delivery's settlement: a
+// A redrive and a resolve as retry, written in batches, survive a crash
+// of the runner that applied them, between the command and the delivery's settlement: a
 // delivery waiting for a retry is delivered once after the restart; one
 // whose attempt was out when the runner died is parked as unknown for a
 // sink that is not idempotent (and listed, and resolvable), and delivered
@@ -130,23 +130,23 @@ func TestCommandSurvivesCrash(t *testing.T) {
 			state("legacy", "bad-hang") == sinkrunner.DeadLettered && state("hook", "bad-hook") == sinkrunner.DeadLettered
 	})
 
+	// The commands go in batches, as `sinks unknown resolve` and `dlq
+	// redrive` write them: both parked deliveries in one, every dead
+	// letter of each sink in one.
 	ctx := context.Background()
-	var cmds []sinkadmin.Command
-	for _, c := range []struct{ sink, payload, as string }{
-		{"legacy", "lost-retry", sinks.ResolveRetry}, {"legacy", "lost-hang", sinks.ResolveRetry},
-		{"legacy", "bad-hang", ""}, {"hook", "bad-hook", ""},
-	} {
-		var cmd sinkadmin.Command
-		var err error
-		if c.as != "" {
-			cmd, err = sinkadmin.Resolve(ctx, env.Brokers, app, c.sink, keys[c.sink][c.payload], c.as)
-		} else {
-			cmd, err = sinkadmin.Redrive(ctx, env.Brokers, app, c.sink, keys[c.sink][c.payload])
-		}
+	cmds, err := sinkadmin.ResolveKeys(ctx, env.Brokers, app, "legacy", []string{keys["legacy"]["lost-retry"], keys["legacy"]["lost-hang"]}, sinks.ResolveRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sink := range []string{"legacy", "hook"} {
+		rd, err := sinkadmin.RedriveAll(ctx, env.Brokers, app, sink, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmds = append(cmds, cmd)
+		cmds = append(cmds, rd...)
+	}
+	if len(cmds) != 4 {
+		t.Fatalf("%d commands written, want 4: %+v", len(cmds), cmds)
 	}
 	// The commands applied and their deliveries unsettled: one waiting
 	// for its retry, three attempts out.

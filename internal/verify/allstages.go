@@ -34,6 +34,12 @@ type AllStagesOutputs struct {
 	Rejected      []Record
 	// Effects are the line-hook's and tick-hook's effects, in any order.
 	Effects []Effect
+	// Parked are the deliveries the sinks' ledgers hold parked, where an
+	// operator sees them: unknown (`sinks unknown list`, the payload kept
+	// in the ledger entry) or dead-lettered (`dlq list`, the dead
+	// letter's payload). A missing effect whose payload is parked is
+	// counted as parked, not missing. Optional.
+	Parked []Effect
 }
 
 // ReadAllStages reads the topology's topics (prefix's, and the rejected
@@ -83,10 +89,13 @@ type AllStagesReport struct {
 }
 
 // Diff counts what was missing, doubled or unexpected, with a few
-// examples.
+// examples. For effects, Missing counts those missing and nowhere
+// visible (lost); Parked those missing whose delivery is parked where an
+// operator sees it (unknown or dead-lettered).
 type Diff struct {
 	Expected, Seen               int
 	Missing, Doubled, Unexpected int
+	Parked                       int      `json:",omitempty"`
 	Examples                     []string `json:",omitempty"`
 }
 
@@ -97,14 +106,18 @@ func (d *Diff) example(format string, args ...any) {
 }
 
 func (d Diff) String() string {
-	return fmt.Sprintf("%d of %d (missing %d, doubled %d, unexpected %d) %v", d.Seen, d.Expected, d.Missing, d.Doubled, d.Unexpected, d.Examples)
+	parked := ""
+	if d.Parked > 0 {
+		parked = fmt.Sprintf(", parked %d", d.Parked)
+	}
+	return fmt.Sprintf("%d of %d (missing %d%s, doubled %d, unexpected %d) %v", d.Seen, d.Expected, d.Missing, parked, d.Doubled, d.Unexpected, d.Examples)
 }
 
-// Complete reports whether nothing is missing (what is doubled or
-// unexpected may still be).
+// Complete reports whether nothing is missing, parked deliveries
+// included (what is doubled or unexpected may still be).
 func (r AllStagesReport) Complete() bool {
 	for _, d := range []Diff{r.AccountCounts, r.ItemCounts, r.Windows, r.LineEffects, r.TickEffects} {
-		if d.Missing > 0 {
+		if d.Missing > 0 || d.Parked > 0 {
 			return false
 		}
 	}
@@ -126,7 +139,7 @@ func CheckAllStages(truth gen.AllStagesTruth, out AllStagesOutputs) AllStagesRep
 		rep.Rejected[reason]++
 	}
 	wall := checkTicks(&rep, out.Ticks, truth.Tally)
-	rep.LineEffects, rep.TickEffects, rep.KeyViolations = checkEffects(out.Effects, truth.Lines, wall)
+	rep.LineEffects, rep.TickEffects, rep.KeyViolations = checkEffects(out.Effects, out.Parked, truth.Lines, wall)
 
 	if rep.Input != rep.ExpectedInput {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("input: %d records, the truth %d", rep.Input, rep.ExpectedInput))
@@ -263,9 +276,22 @@ func checkTicks(rep *AllStagesReport, recs []Record, tally map[int32]int64) map[
 }
 
 // checkEffects compares the effects with the lines of the truth and the
-// wall-clock ticks read back; it counts the effects applied again for an
-// idempotency key.
-func checkEffects(effects []Effect, lines []allstages.Line, wall map[string]int) (lineD, tickD Diff, keyViolations int) {
+// wall-clock ticks read back, a missing one counted as parked when a
+// parked delivery carries its payload; it counts the effects applied
+// again for an idempotency key.
+func checkEffects(effects, parked []Effect, lines []allstages.Line, wall map[string]int) (lineD, tickD Diff, keyViolations int) {
+	parkedLines := map[allstages.Line]int{}
+	parkedTicks := map[string]int{}
+	for _, e := range parked {
+		if strings.HasPrefix(e.Key, allstages.TickSink+":") {
+			parkedTicks[string(e.Payload)]++
+			continue
+		}
+		var l allstages.Line
+		if json.Unmarshal(e.Payload, &l) == nil {
+			parkedLines[l]++
+		}
+	}
 	keys := map[string]int{}
 	senders := map[string][]string{}
 	gotLines := map[allstages.Line]int{}
@@ -298,6 +324,8 @@ func checkEffects(effects []Effect, lines []allstages.Line, wall map[string]int)
 	for _, l := range lines {
 		want[l] = true
 		switch c := gotLines[l]; {
+		case c == 0 && parkedLines[l] > 0:
+			lineD.Parked++
 		case c == 0:
 			lineD.Missing++
 			lineD.example("%s#%d missing", l.EventID, l.Index)
@@ -320,8 +348,12 @@ func checkEffects(effects []Effect, lines []allstages.Line, wall map[string]int)
 		tickD.Expected += n
 		switch c := gotTicks[p]; {
 		case c < n:
-			tickD.Missing += n - c
-			tickD.example("tick %s missing", p)
+			parked := min(n-c, parkedTicks[p])
+			tickD.Parked += parked
+			if lost := n - c - parked; lost > 0 {
+				tickD.Missing += lost
+				tickD.example("tick %s missing", p)
+			}
 		case c > n:
 			tickD.Doubled += c - n
 			tickD.example("tick %s applied %d times", p, c)

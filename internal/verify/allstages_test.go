@@ -107,4 +107,35 @@ func TestAllStagesVerdict(t *testing.T) {
 			t.Errorf("%s: OK %t, problems %v", tc.name, rep.OK, rep.Problems)
 		}
 	}
+	// A missing effect whose delivery is parked where an operator sees it
+	// is parked, not lost: no problem, but not complete either. A parked
+	// delivery with another payload does not hide a lost one.
+	for _, tc := range []struct {
+		name         string
+		spoil        func(*AllStagesOutputs)
+		ok           bool
+		lines, ticks Diff
+	}{
+		{"line effect parked", func(o *AllStagesOutputs) { o.Parked, o.Effects = o.Effects[:1], o.Effects[1:] }, true,
+			Diff{Parked: 1}, Diff{}},
+		{"tick effect parked", func(o *AllStagesOutputs) {
+			n := len(o.Effects) - 1
+			o.Parked, o.Effects = o.Effects[n:], o.Effects[:n]
+		}, true, Diff{}, Diff{Parked: 1}},
+		{"another payload parked", func(o *AllStagesOutputs) {
+			p := o.Effects[1]
+			o.Parked, o.Effects = []Effect{p}, o.Effects[2:]
+			o.Effects = append(o.Effects, p)
+		}, false, Diff{Missing: 1}, Diff{}},
+	} {
+		out := allStagesOutputs(t, plan, truth)
+		tc.spoil(&out)
+		rep := CheckAllStages(truth, out)
+		l, k := rep.LineEffects, rep.TickEffects
+		if rep.OK != tc.ok || rep.Complete() || l.Missing != tc.lines.Missing || l.Parked != tc.lines.Parked ||
+			k.Missing != tc.ticks.Missing || k.Parked != tc.ticks.Parked {
+			t.Errorf("%s: OK %t, complete %t, line effects %v, tick effects %v; want OK %t, lines %v, ticks %v",
+				tc.name, rep.OK, rep.Complete(), l, k, tc.ok, tc.lines, tc.ticks)
+		}
+	}
 }
