@@ -1,0 +1,180 @@
+//go:build long || kafka
+
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/enginetest"
+)
+
+// commitWatch polls a group's committed offsets and keeps, per
+// topic-partition, the times its committed offset moved: an outside view
+// of every replica's commits.
+type commitWatch struct {
+	stop chan struct{}
+	done chan struct{}
+	mu   sync.Mutex
+	at   map[string][]time.Time // "topic/partition" → when it moved
+}
+
+func watchCommits(env *enginetest.Env, group string, topics ...string) *commitWatch {
+	w := &commitWatch{stop: make(chan struct{}), done: make(chan struct{}), at: map[string][]time.Time{}}
+	go func() {
+		defer close(w.done)
+		last := map[string]int64{}
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			for _, topic := range topics {
+				now := time.Now()
+				for p, off := range env.CommittedOffsets(group, topic) {
+					k := fmt.Sprintf("%s/%d", topic, p)
+					if off != last[k] {
+						last[k] = off
+						w.mu.Lock()
+						w.at[k] = append(w.at[k], now)
+						w.mu.Unlock()
+					}
+				}
+			}
+		}
+	}()
+	return w
+}
+
+func (w *commitWatch) finish() {
+	close(w.stop)
+	<-w.done
+}
+
+// longestGap is the longest time between two moves (or the window's ends
+// and the moves nearest them) of any of parts within [from, to].
+func (w *commitWatch) longestGap(parts []string, from, to time.Time) (time.Duration, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var worst time.Duration
+	var which string
+	for _, k := range parts {
+		prev := from
+		for _, at := range append(slices.Clone(w.at[k]), to) {
+			if at.Before(from) {
+				continue
+			}
+			if at.After(to) {
+				at = to
+			}
+			if gap := at.Sub(prev); gap > worst {
+				worst, which = gap, k
+			}
+			prev = at
+		}
+	}
+	return worst, which
+}
+
+// partitionsOf lists a replica's claimed partitions as "topic/partition".
+func partitionsOf(r *enginetest.Replica) []string {
+	var out []string
+	for _, ts := range r.E.Status().Tasks {
+		out = append(out, fmt.Sprintf("%s/%d", ts.Topic, ts.Partition))
+	}
+	return out
+}
+
+// A replica joins a stateful merge count while records flow, then leaves:
+// the tasks that stay with the first replica keep committing through both
+// rebalances (the longest gap between two commits of a staying partition
+// is measured and logged beside the commit interval and the gaps of a quiet
+// moment), the moving tasks are committed by their old owner and restored
+// by their new one, and every key's count read back read_committed is
+// exact: nothing lost, nothing doubled.
+func TestCooperativeRebalanceKeepsStayingTasksCommitting(t *testing.T) {
+	env := enginetest.New(t)
+	a, b, out, app := env.Name("ma"), env.Name("mb"), env.Name("out"), env.Name("app")
+	env.CreateTopic(a, 6)
+	env.CreateTopic(b, 6)
+	g := compile(t, mergeCountTopology(a, b, out))
+	const keys = 60
+	ctx, stopLoad := context.WithCancel(context.Background())
+	rounds := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { rounds <- n }()
+		for ctx.Err() == nil {
+			rs := make([]*kgo.Record, 0, 2*keys)
+			for k := range keys {
+				for _, topic := range []string{a, b} {
+					rs = append(rs, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k-%02d", k), Value: fmt.Appendf(nil, "%d", n)})
+				}
+			}
+			env.ProduceRecords(rs...)
+			n++
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	defer stopLoad()
+
+	r1 := env.Start(stateConfig(env, app, "r1", t.TempDir()), g)
+	waitFor(t, "r1 to hold every task and process", 60*time.Second, func() bool {
+		return len(partitionsOf(r1)) == 12 && r1.E.Stats().RecordsIn > 2000
+	})
+	w := watchCommits(env, app, a, b)
+	defer w.finish()
+	quietFrom := time.Now()
+	time.Sleep(2 * time.Second)
+	quiet, _ := w.longestGap(partitionsOf(r1), quietFrom, time.Now())
+
+	// A replica joins.
+	joinAt := time.Now()
+	r2 := env.Start(stateConfig(env, app, "r2", t.TempDir()), g)
+	waitFor(t, "r2 to take its tasks and process", 90*time.Second, func() bool {
+		return len(partitionsOf(r2)) == 6 && len(partitionsOf(r1)) == 6 && r2.E.Stats().RecordsIn > 500
+	})
+	time.Sleep(time.Second)
+	stayed := partitionsOf(r1)
+	joinGap, joinWhich := w.longestGap(stayed, joinAt, time.Now())
+
+	// It leaves.
+	leaveAt := time.Now()
+	if err := r2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "r1 to hold every task again", 90*time.Second, func() bool { return len(partitionsOf(r1)) == 12 })
+	before := r1.E.Stats().RecordsIn
+	waitFor(t, "r1 to process the tasks it took back", 60*time.Second, func() bool { return r1.E.Stats().RecordsIn > before+2000 })
+	leaveGap, leaveWhich := w.longestGap(stayed, leaveAt, time.Now())
+
+	stopLoad()
+	n := <-rounds
+	waitConsumed(t, env, app, 120*time.Second, a, b)
+	if err := r1.Stop(); err != nil {
+		t.Error(err)
+	}
+	interval := env.Config(app, "x").CommitInterval
+	t.Logf("longest gap between commits of a staying partition: join %v (%s), leave %v (%s); quiet %v; commit interval %v",
+		joinGap.Round(time.Millisecond), joinWhich, leaveGap.Round(time.Millisecond), leaveWhich, quiet.Round(time.Millisecond), interval)
+	t.Logf("r1: %+v", r1.E.Stats())
+
+	got := lastCounts(env, out)
+	var wrong []string
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if got[k] != int64(2*n) {
+			wrong = append(wrong, fmt.Sprintf("%s=%d", k, got[k]))
+		}
+	}
+	if len(got) != keys || len(wrong) > 0 {
+		t.Errorf("%d keys, %d of them not at %d: %v", len(got), len(wrong), 2*n, wrong)
+	}
+}
