@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	copyex "github.com/onceflow/onceflow/examples/copy"
+	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
 )
 
@@ -177,4 +179,43 @@ func TestCooperativeRebalanceKeepsStayingTasksCommitting(t *testing.T) {
 	if len(got) != keys || len(wrong) > 0 {
 		t.Errorf("%d keys, %d of them not at %d: %v", len(got), len(wrong), 2*n, wrong)
 	}
+}
+
+// A replica with a long commit interval holds an open transaction when a
+// second replica joins and takes half its tasks: the open transaction is
+// committed before the revoked partitions are released, so the new owner
+// starts after what the first processed. Without that commit the new owner
+// starts from the offsets committed before, and the first replica's later
+// commit (in the generation the group is in by then, which it holds too)
+// doubles those records.
+func TestRevokedTaskIsCommittedBeforeRelease(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 4)
+	g := compile(t, copyex.Topology(in, out))
+	cfg := func(name string) engine.Config {
+		c := env.Config(app, name)
+		c.CommitInterval = 4 * time.Second
+		c.CommitRecords = 1 << 20
+		return c
+	}
+	load := startLoad(env, in, 0, 20)
+	r1 := env.Start(cfg("r1"), g)
+	waitFor(t, "r1's first commit", 60*time.Second, func() bool { return r1.E.Stats().Committed >= 1 })
+	r2 := env.Start(cfg("r2"), g)
+	waitFor(t, "r2 to commit its tasks", 60*time.Second, func() bool {
+		return len(partitionsOf(r2)) == 2 && r2.E.Stats().Committed >= 1
+	})
+	n := load.finish()
+	env.WaitCount(out, n, 90*time.Second)
+	for _, r := range []*enginetest.Replica{r1, r2} {
+		if err := r.Stop(); err != nil {
+			t.Error(err)
+		}
+	}
+	rep := env.Verify(in, out)
+	if rep.Input != n {
+		t.Errorf("input %d, want %d", rep.Input, n)
+	}
+	t.Logf("r1 %+v; r2 %+v", r1.E.Stats(), r2.E.Stats())
 }
