@@ -248,10 +248,15 @@ func (h *handler) prepare(s kafka.Session, task statestore.Task) error {
 
 // whileAssigned returns a context that ends with s or once the group's
 // assignment no longer gives s the task, and a stop function that reports
-// whether the task was revoked.
+// whether the task was revoked (by then, or in the assignment in force
+// when it is called).
 func whileAssigned(s kafka.Session, task statestore.Task) (context.Context, func() bool) {
 	ctx, cancel := context.WithCancel(s.Context())
 	want := kafka.Task{SubTopology: int32(task.SubTopology), Partition: task.Partition}
+	lost := func() bool {
+		a, ok := s.Assignment()
+		return ok && !slices.Contains(a.Tasks, want)
+	}
 	var revoked atomic.Bool
 	done := make(chan struct{})
 	go func() {
@@ -264,7 +269,7 @@ func whileAssigned(s kafka.Session, task statestore.Task) (context.Context, func
 				return
 			case <-tick.C:
 			}
-			if a, ok := s.Assignment(); ok && !slices.Contains(a.Tasks, want) {
+			if lost() {
 				revoked.Store(true)
 				cancel()
 				return
@@ -274,7 +279,7 @@ func whileAssigned(s kafka.Session, task statestore.Task) (context.Context, func
 	return ctx, func() bool {
 		cancel()
 		<-done
-		return revoked.Load()
+		return revoked.Load() || lost()
 	}
 }
 

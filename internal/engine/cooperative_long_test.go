@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -218,4 +220,74 @@ func TestRevokedTaskIsCommittedBeforeRelease(t *testing.T) {
 		t.Errorf("input %d, want %d", rep.Input, n)
 	}
 	t.Logf("r1 %+v; r2 %+v", r1.E.Stats(), r2.E.Stats())
+}
+
+// A task a replica takes over within its session is restored in its
+// claim's goroutine; when the group moves it away again before that
+// restore ends (here a hook holds the restore's first batch), the restore
+// stops, the claim is left unused, and nothing is logged as a warning.
+// The counts stay exact.
+func TestTaskRevokedWhileRestoringWithinASession(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 2)
+	g := compile(t, plainCountTopology(in, out))
+	var waits1, waits2 atomic.Int32
+	cfg1, log1 := capturedConfig(env, app, "r1", &waits1)
+	cfg2, _ := capturedConfig(env, app, "r2", &waits2)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("r1:\n%s", log1)
+		}
+	})
+	var armed atomic.Bool
+	held, release := make(chan struct{}), make(chan struct{})
+	cfg1.Hooks.BeforeRestoreBatch = func(_ string, partition int32, _ int, _ int64) error {
+		if partition == 1 && armed.CompareAndSwap(true, false) {
+			close(held)
+			<-release
+		}
+		return nil
+	}
+	// r1 holds both tasks first, so that r2 takes task 0_1 from it (the
+	// assignor keeps a member's lowest partitions) and, when r2 comes back
+	// later, takes 0_1 again.
+	r1 := env.Start(cfg1, g)
+	waitFor(t, "r1 to hold both tasks", 60*time.Second, func() bool { return len(partitionsOf(r1)) == 2 })
+	r2 := env.Start(cfg2, g)
+	waitFor(t, "both replicas to hold a task", 60*time.Second, func() bool {
+		return len(partitionsOf(r1)) == 1 && len(partitionsOf(r2)) == 1
+	})
+	env.Produce(in, 0, 100)
+	waitFor(t, "the input counted", 60*time.Second, func() bool { return r1.E.Stats().RecordsIn+r2.E.Stats().RecordsIn >= 100 })
+
+	// r2 leaves: r1 claims task 0_1 and restores it, held.
+	armed.Store(true)
+	if err := r2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, "r1's restore of the task it took over", held, 60*time.Second)
+	// r2 comes back and takes its task again, while r1 restores it.
+	gen := r1.E.Status().Generation
+	cfg2, _ = capturedConfig(env, app, "r2", &waits2)
+	r2 = env.Start(cfg2, g)
+	waitFor(t, "a generation that gives r1 one task", 60*time.Second, func() bool { return r1.E.Status().Generation > gen })
+	close(release)
+	waitFor(t, "r1 to stop restoring the task it lost", 60*time.Second, func() bool {
+		return strings.Contains(log1.String(), "restore stopped: the task was revoked")
+	})
+	waitFor(t, "both replicas to hold a task again", 60*time.Second, func() bool {
+		return len(partitionsOf(r1)) == 1 && len(partitionsOf(r2)) == 1
+	})
+	env.Produce(in, 100, 100)
+	env.WaitCount(out, 200, 60*time.Second)
+	for _, r := range []*enginetest.Replica{r1, r2} {
+		if err := r.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}
+	if w := log1.warnings(); len(w) > 0 {
+		t.Errorf("r1 logged %d warnings:\n%s", len(w), strings.Join(w, "\n"))
+	}
+	checkCounts(t, env, in, out)
 }
