@@ -1,7 +1,7 @@
 # onceflow build and test entry points. `make test` is what CI and newcomers run.
 GO ?= go
 
-.PHONY: test test-pg lint build bench-full fuzz chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka test-security kafka-secure-up kafka-secure-down compose-check test-browser
+.PHONY: test test-long test-pg lint build bench-full fuzz chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka test-security kafka-secure-up kafka-secure-down compose-check test-browser
 
 # Everything under the race detector, then the tests that drive sarama's
 # producer through failed produce requests, where sarama itself has a data
@@ -10,6 +10,10 @@ test:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'TestFencedProducerIsRecreated|TestProduceErrorsAbortAndRewind|TestHungCoordinatorCommitTimesOut|TestStopWithHungCoordinatorIsBounded' ./internal/engine
 	$(GO) test -count=1 -run 'TestHealthzFailsWhileStalled' ./processor
+
+# Tests too slow for `make test` (build tag long).
+test-long:
+	$(GO) test -race -tags long -count=1 ./...
 
 # staticcheck runs at a pinned version through `go run pkg@version`: that
 # exact version, verified against the checksum database, built with its own

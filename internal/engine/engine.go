@@ -143,6 +143,13 @@ type Engine struct {
 	size     txnSize        // the transaction size in force (driver goroutine only)
 	closing  sync.WaitGroup // producers being closed in the background
 
+	// restoring counts the store tasks being restored outside the
+	// driver (claims.go), which the state cleanup must leave alone.
+	restoring struct {
+		sync.Mutex
+		tasks map[statestore.StoreTask]int
+	}
+
 	ready   atomic.Bool
 	crashed atomic.Bool
 	reinit  atomic.Bool // create the producer again before the next session (a hanging transaction)
@@ -345,6 +352,9 @@ func (e *Engine) loop(ctx context.Context) error {
 		e.mu.Unlock()
 		ended := time.Now()
 		err := e.group.Consume(sctx, e.topics, &handler{e: e, joined: ended})
+		if err != nil && sctx.Err() != nil && errors.Is(err, context.Canceled) {
+			err = nil // the session was ended here (a rewind), while it joined a generation
+		}
 		cancel()
 		if serr := e.stopped(); serr != nil {
 			return serr

@@ -63,7 +63,7 @@ func (d *driver) proof(ctx context.Context) (map[string]map[int32]int64, error) 
 	g := d.e.g
 	want := map[string][]int32{}
 	var missing map[string][]int32
-	for topic, parts := range d.s.Claims() {
+	for topic, parts := range d.claims() {
 		if g.Source(topic) == nil {
 			continue
 		}

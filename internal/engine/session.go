@@ -2,10 +2,14 @@ package engine
 
 // The group session: Setup restores and starts the driver, Cleanup
 // waits for it; the driver goroutine runs one transaction after another.
+// Rebalances are cooperative: the session lasts across them, and claims
+// come and go within it (claims.go).
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
@@ -21,6 +25,7 @@ type handler struct {
 	joined time.Time
 	d      *driver
 	done   chan struct{}
+	tasks  taskPrep // the session's tasks and their preparation (claims.go)
 }
 
 func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
@@ -36,6 +41,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	e.m.ownTasks(e.g, s.Claims())
 	md := s.Metadata()
 	e.live.session(md, s.Claims())
+	e.live.bind(s)
 	e.live.sample(e.progress.now(), promread.Total(e.m.transactions.WithLabelValues("committed")))
 	e.log.Info("session started", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(s.Claims()))
 	if err := e.checkTasksWhole(s.Claims()); err != nil {
@@ -60,12 +66,17 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 			return nil, err
 		}
 		// Local state catches up with the changelogs before any input of
-		// the session is processed.
+		// the session is processed. sarama cannot join a rebalance while
+		// Setup runs: one that starts ends the restore and the session, so
+		// that the replica joins the new generation at once instead of
+		// being evicted when the rebalance times out.
+		rctx, rebalancing := e.untilRebalance(s)
 		e.progress.restoring(true, promread.Total(e.m.restored))
-		err := e.restoreTasks(s.Context(), s.Claims())
+		err := e.restoreTasks(rctx, s.Claims())
 		e.progress.restoring(false, promread.Total(e.m.restored))
+		rebalanced := rebalancing()
 		if err != nil {
-			if ended(s) {
+			if ended(s) || rebalanced {
 				// Routine: a rebalance or a stop. The next owner restores
 				// from what this one applied.
 				e.log.Info("restore stopped: the session ended", "error", err)
@@ -82,9 +93,11 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		e.sizes.own(owned)
 		e.measureState()
 	}
+	h.tasks.ready(e.tasksOf(s.Claims()))
 	batches := make(chan kafka.Batch, 64)
 	h.d = &driver{e: e, s: s, p: e.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
-		starts: map[string]map[int32]int64{}, internal: map[string]bool{}, pending: newTally()}
+		starts: map[string]map[int32]int64{}, internal: map[string]bool{}, pending: newTally(),
+		ctl: make(chan func()), active: map[topicPartition]uint64{}, gen: md.GenerationID}
 	for _, t := range e.g.LinkTopics() {
 		h.d.internal[t] = true
 	}
@@ -96,6 +109,38 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	}()
 	e.ready.Store(true)
 	return batches, nil
+}
+
+// untilRebalance returns a context that ends with s or when the group
+// starts a rebalance (a heartbeat says so), and a stop function that
+// reports whether the rebalance ended it.
+func (e *Engine) untilRebalance(s kafka.Session) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancel(s.Context())
+	var rebalanced atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(e.cfg.Timeouts.Heartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if err := s.Heartbeat(ctx); kafka.IsMembershipLost(err) {
+				e.log.Info("the group rebalances; the session's restore ends", "error", err)
+				rebalanced.Store(true)
+				cancel()
+				return
+			}
+		}
+	}()
+	return ctx, func() bool {
+		cancel()
+		<-done
+		return rebalanced.Load()
+	}
 }
 
 // errSessionEnded marks a Setup cut short because its session ended (a
@@ -112,6 +157,7 @@ func ended(s kafka.Session) bool { return s.Context().Err() != nil }
 func (h *handler) Cleanup(s kafka.Session) error {
 	h.e.ready.Store(false)
 	h.e.live.session(s.Metadata(), nil)
+	h.e.live.bind(nil)
 	if h.d == nil {
 		return nil // Setup failed
 	}
@@ -122,6 +168,9 @@ func (h *handler) Cleanup(s kafka.Session) error {
 		for _, p := range parts {
 			h.e.m.dropLag(topic, p)
 		}
+	}
+	for tp := range h.d.active {
+		h.e.m.dropLag(tp.topic, tp.partition)
 	}
 	h.e.log.Debug("session ended", "generation", s.Metadata().GenerationID)
 	return nil
@@ -136,6 +185,12 @@ type driver struct {
 	p       *kafka.Producer
 	batches chan kafka.Batch
 	finish  chan struct{}
+	ctl     chan func() // work of the claim goroutines, run by the driver (claims.go)
+
+	// active maps each partition the driver processes to its claim: a
+	// batch of another claim (revoked since) is dropped.
+	active map[topicPartition]uint64
+	gen    int32 // the generation last seen
 
 	open         bool // a transaction (or an at-least-once interval) has records
 	failed       bool // the session is being rewound; process nothing more
@@ -200,8 +255,10 @@ func (d *driver) run() {
 			if !d.failed {
 				d.wallTimers()
 			}
+		case f := <-d.ctl:
+			f()
 		case b := <-d.batches:
-			if d.failed {
+			if d.failed || d.active[topicPartition{b.Topic, b.Partition}] != b.Claim {
 				continue
 			}
 			d.process(b)

@@ -82,7 +82,8 @@ func (e *Engine) stale(s storeInfo, st statestore.StoreTask) (bool, string, erro
 // that was last owned (or began a restore from nothing) CleanupDelay or
 // longer ago, or at an unknown time.
 // It runs on the goroutine that drives the session's state, so no
-// transaction or restore writes the pairs it wipes.
+// transaction writes the pairs it wipes, and it skips those a claim is
+// restoring.
 func (e *Engine) dropUnowned(owned []statestore.StoreTask) error {
 	kept, err := e.db.Kept()
 	if err != nil {
@@ -90,7 +91,7 @@ func (e *Engine) dropUnowned(owned []statestore.StoreTask) error {
 	}
 	now := e.cfg.Now()
 	for st, at := range kept {
-		if slices.Contains(owned, st) || !at.IsZero() && now.Sub(at) < e.cfg.CleanupDelay {
+		if slices.Contains(owned, st) || e.isRestoring(st) || !at.IsZero() && now.Sub(at) < e.cfg.CleanupDelay {
 			continue
 		}
 		if err := e.db.Wipe(st.Store, st.Task); err != nil {

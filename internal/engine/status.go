@@ -84,6 +84,7 @@ type live struct {
 		inSession  bool
 		generation int32
 		member     string
+		sess       kafka.Session // the session in progress: its generation changes in place
 		claims     map[string][]int32
 		lastCommit time.Duration
 		samples    []rateSample
@@ -103,6 +104,14 @@ func (l *live) session(md kafka.GroupMetadata, claims map[string][]int32) {
 	l.mu.inSession = claims != nil
 	l.mu.generation, l.mu.member = md.GenerationID, md.MemberID
 	l.mu.claims = claims
+}
+
+// bind notes the session in progress (nil: none), whose generation and
+// member id Status reads as they are now.
+func (l *live) bind(s kafka.Session) {
+	l.mu.Lock()
+	l.mu.sess = s
+	l.mu.Unlock()
 }
 
 // committed notes how long the last commit took.
@@ -150,6 +159,10 @@ func (e *Engine) Status() Status {
 	st.TxnRate = e.live.rate(now, st.Stats.Committed)
 	e.live.mu.Lock()
 	st.InSession, st.Generation, st.MemberID = e.live.mu.inSession, e.live.mu.generation, e.live.mu.member
+	if s := e.live.mu.sess; s != nil && st.InSession {
+		md := s.Metadata()
+		st.Generation, st.MemberID = md.GenerationID, md.MemberID
+	}
 	st.LastCommit = e.live.mu.lastCommit
 	claims := maps.Clone(e.live.mu.claims)
 	e.live.mu.Unlock()

@@ -56,6 +56,7 @@ func (d *driver) commit() {
 		if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
 			h()
 		}
+		defer d.hold()()
 		// One deadline for the whole commit: a coordinator that does not
 		// answer must not hold the replica (and its shutdown) for longer.
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
@@ -93,10 +94,16 @@ func (d *driver) commit() {
 			d.fail("flush", err)
 			return
 		}
-		if err := d.p.CommitOffsets(ctx, d.offsets, d.s.Metadata()); err != nil {
+		release := d.hold()
+		err := d.p.CommitOffsets(ctx, d.offsets, d.s.Metadata())
+		release()
+		if err != nil {
 			d.fail("commit offsets", err)
 			return
 		}
+	}
+	if d.s.Metadata().GenerationID != d.gen {
+		d.claimsChanged()
 	}
 	e.repeats.committed(d.offsets)
 	e.progress.committed(d.offsets)
@@ -145,6 +152,16 @@ func (d *driver) commit() {
 		d.keep.committed(e, began)
 	}
 	d.reset()
+}
+
+// hold waits, before offsets join a transaction, while the member joins
+// a new generation, at most half the commit timeout (so the transaction's
+// age stays below its timeout), and holds the member's next join off until
+// the release it returns is called (kafka.Session.Hold).
+func (d *driver) hold() (release func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.e.cfg.Timeouts.Commit/2)
+	defer cancel()
+	return d.s.Hold(ctx)
 }
 
 // errUnknownOutcome marks an EndTxn whose outcome could not be learned.

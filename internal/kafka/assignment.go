@@ -38,6 +38,9 @@ type Assignment struct {
 	// Owners maps every assigned task of the group to its owner: the
 	// owner's instance id (its member id when it has none).
 	Owners map[Task]string
+	// Withheld are tasks planned for this member that another member
+	// still held: a follow-up rebalance assigns them once it let them go.
+	Withheld []Task
 }
 
 // The user data formats. Each starts with its version; a later version
@@ -47,7 +50,7 @@ type Assignment struct {
 // endpoints that answer queries.
 const (
 	subscriptionVersion = 1
-	assignmentVersion   = 1
+	assignmentVersion   = 2 // 2: Withheld
 )
 
 // subscription is what a member tells the leader when it joins: who it is
@@ -87,6 +90,9 @@ type assignmentData struct {
 	Version uint16
 	Tasks   []Task
 	Owners  map[string][]Task // owner → its tasks
+	// Withheld are the tasks planned for the member that another member
+	// still holds (version 2).
+	Withheld []Task
 }
 
 func (a assignmentData) encode() []byte {
@@ -97,7 +103,7 @@ func (a assignmentData) encode() []byte {
 		b = appendString(b, o)
 		b = appendTasks(b, a.Owners[o])
 	}
-	return b
+	return appendTasks(b, a.Withheld)
 }
 
 func decodeAssignment(b []byte) (assignmentData, error) {
@@ -112,6 +118,9 @@ func decodeAssignment(b []byte) (assignmentData, error) {
 	for range n {
 		o := d.string()
 		a.Owners[o] = d.tasks()
+	}
+	if a.Version >= 2 {
+		a.Withheld = d.tasks()
 	}
 	if d.err != nil {
 		return assignmentData{}, fmt.Errorf("kafka: assignment user data: %w", d.err)

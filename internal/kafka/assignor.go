@@ -8,10 +8,12 @@ package kafka
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/IBM/sarama"
 )
@@ -19,13 +21,18 @@ import (
 // TaskAssignorName is the group protocol name of the task assignor. Every
 // member of a group must offer it: a member that offers only another
 // assignor (an earlier release) cannot join a group of members that offer
-// only this one, and the reverse.
-const TaskAssignorName = "onceflow-tasks"
+// only this one, and the reverse. The name changed when the assignor became
+// cooperative ("onceflow-tasks" was eager): a leader of the earlier release
+// would hand a task to a member while another still holds it.
+const TaskAssignorName = "onceflow-cooperative-tasks"
 
 // taskAssignor is the balance strategy of one member. As leader it plans
 // the group's assignment; as a member it remembers what it was assigned,
 // and says so in its next subscription, so that tasks stay where they are
-// across rebalances.
+// across rebalances. It takes part in the cooperative protocol (KIP-429):
+// a member keeps the tasks that stay with it through a rebalance, and a
+// task that moves is first released by its owner, then assigned in the
+// follow-up rebalance (see withhold).
 type taskAssignor struct {
 	instanceID string
 	subOf      map[string]int32 // source topic → sub-topology
@@ -36,11 +43,24 @@ type taskAssignor struct {
 		// planned is the leader's latest plan, member id → its
 		// assignment user data, handed out by AssignmentData.
 		planned map[string]assignmentData
+		// joined is open while the member joins a generation: from its
+		// JoinGroup (SubscriptionUserData) to its assignment
+		// (OnAssignment); nil when no join is in progress.
+		joined chan struct{}
+		// commits counts the offset commits in flight (see hold); idle,
+		// when a join waits for them, closes once none is.
+		commits int
+		idle    chan struct{}
+		// followUp ends the member's session so that it joins again at
+		// once (see OnAssignment); set by Group.Consume.
+		followUp func()
 	}
+	// holdBound bounds how long a join waits for commits in flight.
+	holdBound time.Duration
 }
 
-func newTaskAssignor(instanceID string, subOf map[string]int32) *taskAssignor {
-	a := &taskAssignor{instanceID: instanceID, subOf: maps.Clone(subOf)}
+func newTaskAssignor(instanceID string, subOf map[string]int32, holdBound time.Duration) *taskAssignor {
+	a := &taskAssignor{instanceID: instanceID, subOf: maps.Clone(subOf), holdBound: holdBound}
 	a.mu.last.Generation = -1
 	return a
 }
@@ -48,16 +68,99 @@ func newTaskAssignor(instanceID string, subOf map[string]int32) *taskAssignor {
 var (
 	_ sarama.SubscriptionUserDataBalanceStrategy = (*taskAssignor)(nil)
 	_ sarama.OnAssignmentBalanceStrategy         = (*taskAssignor)(nil)
+	_ sarama.RebalanceProtocolBalanceStrategy    = (*taskAssignor)(nil)
 )
 
 func (a *taskAssignor) Name() string { return TaskAssignorName }
 
+// SupportedProtocols makes the group cooperative: sarama keeps one session
+// across rebalances, revoking and adding claims within it.
+func (a *taskAssignor) SupportedProtocols() []sarama.RebalanceProtocol {
+	return []sarama.RebalanceProtocol{sarama.RebalanceProtocolCooperative}
+}
+
 // SubscriptionUserData tells the leader who this member is and which
-// tasks it owned, with the generation they were assigned in.
+// tasks it owned, with the generation they were assigned in. sarama calls
+// it as the member joins: a join is in progress until OnAssignment, no
+// commit starts meanwhile (hold), and the JoinGroup waits for the commits
+// in flight, at most holdBound: the join's completion moves the group to
+// the next generation, and a commit that arrives after it, naming the
+// generation before, is refused.
 func (a *taskAssignor) SubscriptionUserData([]string) ([]byte, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.mu.joined == nil {
+		a.mu.joined = make(chan struct{})
+	}
+	if a.mu.commits > 0 {
+		if a.mu.idle == nil {
+			a.mu.idle = make(chan struct{})
+		}
+		idle := a.mu.idle
+		a.mu.Unlock()
+		t := time.NewTimer(a.holdBound)
+		select {
+		case <-idle:
+		case <-t.C:
+		}
+		t.Stop()
+		a.mu.Lock()
+	}
 	return subscription{InstanceID: a.instanceID, Generation: a.mu.last.Generation, Owned: a.mu.last.Tasks}.encode(), nil
+}
+
+// hold waits while the member joins a generation, until current says the
+// session knows the generation last assigned, then counts an offset commit
+// in flight until release is called: the member's next JoinGroup waits
+// for it. When ctx or the session's sctx ends first, the commit goes on
+// unheld.
+func (a *taskAssignor) hold(ctx, sctx context.Context, current func(assigned int32) bool) (release func()) {
+	for {
+		a.mu.Lock()
+		joined, gen := a.mu.joined, a.mu.last.Generation
+		if joined == nil && current(gen) {
+			a.mu.commits++
+			a.mu.Unlock()
+			return a.release
+		}
+		a.mu.Unlock()
+		var tick <-chan time.Time
+		if joined == nil {
+			// sarama stores the new generation in the session just after
+			// OnAssignment.
+			tick = time.After(time.Millisecond)
+		}
+		select {
+		case <-joined:
+		case <-tick:
+		case <-ctx.Done():
+			return func() {}
+		case <-sctx.Done():
+			return func() {}
+		}
+	}
+}
+
+// release ends a commit counted by hold.
+func (a *taskAssignor) release() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.mu.commits--
+	if a.mu.commits == 0 && a.mu.idle != nil {
+		close(a.mu.idle)
+		a.mu.idle = nil
+	}
+}
+
+// joinEnded ends the join in progress, if any (its assignment came, or
+// its session ended).
+func (a *taskAssignor) joinEnded() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.joined != nil {
+		close(a.mu.joined)
+		a.mu.joined = nil
+	}
 }
 
 // OnAssignment records what this member was assigned.
@@ -65,6 +168,7 @@ func (a *taskAssignor) OnAssignment(as *sarama.ConsumerGroupMemberAssignment, ge
 	got := Assignment{Generation: generation, Owners: map[Task]string{}}
 	if data, err := decodeAssignment(as.UserData); err == nil {
 		got.Tasks = data.Tasks
+		got.Withheld = data.Withheld
 		for owner, ts := range data.Owners {
 			for _, t := range ts {
 				got.Owners[t] = owner
@@ -76,6 +180,24 @@ func (a *taskAssignor) OnAssignment(as *sarama.ConsumerGroupMemberAssignment, ge
 	}
 	a.mu.Lock()
 	a.mu.last = got
+	followUp := a.mu.followUp
+	a.mu.Unlock()
+	a.joinEnded()
+	if len(got.Withheld) > 0 && len(got.Tasks) == 0 && followUp != nil {
+		// A member that holds nothing and waits for tasks others still
+		// hold: the holders join again as soon as they released them, but
+		// it would only learn of that rebalance at its next heartbeat, and
+		// the follow-up generation waits for it. Its session (which holds
+		// nothing) ends instead, and it joins again at once.
+		followUp()
+	}
+}
+
+// setFollowUp sets what OnAssignment calls to make the member join again
+// at once (nil: nothing).
+func (a *taskAssignor) setFollowUp(f func()) {
+	a.mu.Lock()
+	a.mu.followUp = f
 	a.mu.Unlock()
 }
 
@@ -136,6 +258,7 @@ func (a *taskAssignor) Plan(members map[string]sarama.ConsumerGroupMemberMetadat
 	}
 	groups := taskGroups(a.subOf, topics)
 	owners := planTasks(ms, groups)
+	withheld := withhold(owners, members, groups)
 
 	plan := sarama.BalanceStrategyPlan{}
 	byKey := map[string][]Task{}
@@ -162,12 +285,58 @@ func (a *taskAssignor) Plan(members map[string]sarama.ConsumerGroupMemberMetadat
 		}
 	}
 	for _, m := range ms {
-		planned[m.id] = assignmentData{Tasks: byKey[m.key], Owners: byKey}
+		planned[m.id] = assignmentData{Tasks: byKey[m.key], Owners: byKey, Withheld: withheld[m.id]}
 	}
 	a.mu.Lock()
 	a.mu.planned = planned
 	a.mu.Unlock()
 	return plan, nil
+}
+
+// withhold takes out of owners, for this generation, every task planned
+// for a member while another member still holds one of its partitions
+// (sarama reports what each member holds in OwnedPartitions, the claims of
+// its live session). The holder is not assigned it either, so it revokes
+// it (committing first) and sarama joins again at once; the follow-up plan
+// finds the task held by nobody and assigns it. So no task is held by two
+// members at once, and every round hands out whole tasks only.
+// It returns the tasks withheld, by the member they were planned for.
+func withhold(owners map[Task]string, members map[string]sarama.ConsumerGroupMemberMetadata, groups []taskGroup) map[string][]Task {
+	subOf := map[string]int32{}
+	for _, g := range groups {
+		for _, t := range g.topics {
+			subOf[t] = g.sub
+		}
+	}
+	holders := map[Task][]string{}
+	for id, md := range members {
+		for _, op := range md.OwnedPartitions {
+			if op == nil {
+				continue
+			}
+			sub, ok := subOf[op.Topic]
+			if !ok {
+				continue
+			}
+			for _, p := range op.Partitions {
+				t := Task{SubTopology: sub, Partition: p}
+				if !slices.Contains(holders[t], id) {
+					holders[t] = append(holders[t], id)
+				}
+			}
+		}
+	}
+	out := map[string][]Task{}
+	for t, id := range owners {
+		if slices.ContainsFunc(holders[t], func(h string) bool { return h != id }) {
+			delete(owners, t)
+			out[id] = append(out[id], t)
+		}
+	}
+	for _, ts := range out {
+		slices.SortFunc(ts, compareTasks)
+	}
+	return out
 }
 
 // taskGroup is one sub-topology as the leader sees it: its topics, and

@@ -10,18 +10,23 @@ import (
 
 // Random group histories against the task assignor: members join, leave
 // and come back with the tasks of a generation long past (stale user
-// data), some read only part of the topics, one of two merged topics and
-// a repartition topic's neighbour grow alone, and a member may read
-// nothing the group reads. In every generation each task goes whole to
-// one member, only partitions every topic of the task has are assigned,
-// and every such task goes to someone when a member reads all its topics.
+// data), some of them still holding the partitions of that generation (a
+// member the group evicted that joins again with its claims), some read
+// only part of the topics, one of two merged topics and a repartition
+// topic's neighbour grow alone, and a member may read nothing the group
+// reads. In every round of the cooperative protocol each task goes whole
+// to one member, and no member starts a task another holds; once the
+// rounds settle, only partitions every topic of the task has are
+// assigned, and every such task goes to someone when a member reads all
+// its topics.
 func TestAdversaryTaskAssignorRandomHistories(t *testing.T) {
 	subOf := map[string]int32{"ma": 0, "mb": 0, "app-rep": 1, "side": 1, "solo": 2}
 	for seed := range uint64(40) {
 		rnd := rand.New(rand.NewPCG(seed, 7))
 		parts := map[string]int32{"ma": 4, "mb": 4, "app-rep": 6, "side": 6, "solo": 3}
 		g := newTestGroup(t, subOf, parts)
-		parked := map[string]*taskAssignor{} // members away, with their last assignment
+		parked := map[string]*taskAssignor{}          // members away, with their last assignment
+		parkedHeld := map[string]map[string][]int32{} // and what they held then
 		all := slices.Sorted(maps.Keys(parts))
 		for step := range 30 {
 			id := fmt.Sprintf("r%d", rnd.IntN(6))
@@ -29,6 +34,9 @@ func TestAdversaryTaskAssignorRandomHistories(t *testing.T) {
 			case op <= 1:
 				if a, ok := parked[id]; ok {
 					g.members[id] = a // back with the tasks of its last generation
+					if rnd.IntN(2) == 0 {
+						g.held[id] = parkedHeld[id] // and still holding them
+					}
 					delete(parked, id)
 				} else if g.members[id] == nil {
 					g.join(id)
@@ -45,6 +53,7 @@ func TestAdversaryTaskAssignorRandomHistories(t *testing.T) {
 			case op == 2 && len(g.members) > 1:
 				if a, ok := g.members[id]; ok {
 					parked[id] = a
+					parkedHeld[id] = g.held[id]
 					g.leave(id)
 				}
 			case op == 3:

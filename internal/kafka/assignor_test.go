@@ -6,23 +6,29 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
 )
 
 // testGroup is a test group: members by instance id, each with what it
-// assigned last (the assignor's own state).
+// assigned last (the assignor's own state) and the partitions its session
+// holds (what sarama reports as OwnedPartitions).
 type testGroup struct {
 	t         *testing.T
 	subOf     map[string]int32
 	topics    map[string][]int32
 	members   map[string]*taskAssignor // instance id → assignor
+	held      map[string]map[string][]int32
+	heldGen   map[string]int32
 	gen       int32
+	rounds    int                 // of the last rebalance
 	subscribe map[string][]string // instance id → topics (default: all)
 }
 
 func newTestGroup(t *testing.T, subOf map[string]int32, parts map[string]int32) *testGroup {
-	g := &testGroup{t: t, subOf: subOf, topics: map[string][]int32{}, members: map[string]*taskAssignor{}, subscribe: map[string][]string{}}
+	g := &testGroup{t: t, subOf: subOf, topics: map[string][]int32{}, members: map[string]*taskAssignor{}, subscribe: map[string][]string{},
+		held: map[string]map[string][]int32{}, heldGen: map[string]int32{}}
 	for topic, n := range parts {
 		for p := range n {
 			g.topics[topic] = append(g.topics[topic], p)
@@ -33,20 +39,42 @@ func newTestGroup(t *testing.T, subOf map[string]int32, parts map[string]int32) 
 
 func (g *testGroup) join(ids ...string) {
 	for _, id := range ids {
-		g.members[id] = newTaskAssignor(id, g.subOf)
+		g.members[id] = newTaskAssignor(id, g.subOf, time.Second)
 	}
 }
 
 func (g *testGroup) leave(ids ...string) {
 	for _, id := range ids {
 		delete(g.members, id)
+		delete(g.held, id)
 	}
 }
 
-// rebalance runs one generation the way sarama does: every member's
-// subscription, the leader's plan and user data, each member's
-// OnAssignment. It returns member → topic → partitions.
+// rebalance runs the cooperative protocol the way sarama does: rounds of
+// every member's subscription (with what it holds), the leader's plan and
+// user data, each member's OnAssignment, each member revoking what it
+// holds and was not assigned and starting what it was; while a member
+// revoked something, it joins again for a follow-up round. Each round is
+// checked: whole tasks only, and no member starts a task another member
+// held when the round began. It returns the last round's assignment,
+// member → topic → partitions, checked in full.
 func (g *testGroup) rebalance() map[string]map[string][]int32 {
+	g.t.Helper()
+	for g.rounds = 1; ; g.rounds++ {
+		out, revoked := g.round()
+		if !revoked {
+			g.check(out)
+			return out
+		}
+		if g.rounds >= 5 {
+			g.t.Fatalf("generation %d: still revoking after %d rounds: %v", g.gen, g.rounds, out)
+		}
+	}
+}
+
+// round runs one generation and reports whether a member revoked a
+// partition.
+func (g *testGroup) round() (map[string]map[string][]int32, bool) {
 	g.t.Helper()
 	g.gen++
 	all := slices.Sorted(maps.Keys(g.topics))
@@ -60,7 +88,11 @@ func (g *testGroup) rebalance() map[string]map[string][]int32 {
 		if ts, ok := g.subscribe[id]; ok {
 			topics = ts
 		}
-		md["member-"+id] = sarama.ConsumerGroupMemberMetadata{Topics: topics, UserData: ud}
+		var owned []*sarama.OwnedPartition
+		for _, topic := range slices.Sorted(maps.Keys(g.held[id])) {
+			owned = append(owned, &sarama.OwnedPartition{Topic: topic, Partitions: slices.Clone(g.held[id][topic])})
+		}
+		md["member-"+id] = sarama.ConsumerGroupMemberMetadata{Version: 2, Topics: topics, UserData: ud, OwnedPartitions: owned, GenerationID: g.heldGen[id]}
 	}
 	var leader *taskAssignor
 	for _, id := range slices.Sorted(maps.Keys(g.members)) {
@@ -84,7 +116,67 @@ func (g *testGroup) rebalance() map[string]map[string][]int32 {
 		}
 		out[id] = topics
 	}
-	g.check(out)
+	// Whoever held a task when the round began.
+	heldBy := map[Task][]string{}
+	for id, topics := range g.held {
+		for topic, ps := range topics {
+			for _, p := range ps {
+				t := Task{g.subOf[topic], p}
+				if !slices.Contains(heldBy[t], id) {
+					heldBy[t] = append(heldBy[t], id)
+				}
+			}
+		}
+	}
+	revoked := false
+	for id, topics := range out {
+		for topic, ps := range g.held[id] {
+			for _, p := range ps {
+				if !slices.Contains(topics[topic], p) {
+					revoked = true
+				}
+			}
+		}
+		for topic, ps := range topics {
+			for _, p := range ps {
+				t := Task{g.subOf[topic], p}
+				if slices.ContainsFunc(heldBy[t], func(h string) bool { return h != id }) {
+					g.t.Errorf("generation %d: %s starts task %v (%s[%d]) while %v hold it", g.gen, id, t, topic, p, heldBy[t])
+				}
+			}
+		}
+		g.checkWhole(id, topics)
+		g.held[id] = topics
+		g.heldGen[id] = g.gen
+	}
+	return out, revoked
+}
+
+// checkWhole asserts that a member's topics hold every partition of each
+// task they touch.
+func (g *testGroup) checkWhole(id string, topics map[string][]int32) {
+	g.t.Helper()
+	for topic, ps := range topics {
+		for _, p := range ps {
+			for other, sub := range g.subOf {
+				if sub == g.subOf[topic] && slices.Contains(g.topics[other], p) && len(g.topics[topic]) > 0 &&
+					slices.Contains(g.tasksTopics(sub, p), other) && !slices.Contains(topics[other], p) {
+					g.t.Errorf("generation %d: %s holds %s[%d] without %s[%d]", g.gen, id, topic, p, other, p)
+				}
+			}
+		}
+	}
+}
+
+// tasksTopics lists the topics of sub that have partition p: a task's
+// topics.
+func (g *testGroup) tasksTopics(sub int32, p int32) []string {
+	var out []string
+	for topic, s := range g.subOf {
+		if s == sub && slices.Contains(g.topics[topic], p) {
+			out = append(out, topic)
+		}
+	}
 	return out
 }
 
@@ -293,7 +385,7 @@ func TestTaskAssignorAssignsOnlyWholeTasks(t *testing.T) {
 // A member whose subscription carries no user data of the assignor (or
 // garbage) is planned under its member id with nothing owned.
 func TestTaskAssignorForeignSubscription(t *testing.T) {
-	a := newTaskAssignor("r1", map[string]int32{"in": 0})
+	a := newTaskAssignor("r1", map[string]int32{"in": 0}, time.Second)
 	plan, err := a.Plan(map[string]sarama.ConsumerGroupMemberMetadata{
 		"m1": {Topics: []string{"in"}, UserData: []byte{0, 9, 1}},
 		"m2": {Topics: []string{"in"}},
@@ -308,7 +400,7 @@ func TestTaskAssignorForeignSubscription(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newTaskAssignor("", map[string]int32{"in": 0})
+	b := newTaskAssignor("", map[string]int32{"in": 0}, time.Second)
 	b.OnAssignment(&sarama.ConsumerGroupMemberAssignment{Topics: plan["m2"], UserData: ud}, 7)
 	as, ok := b.assignment(7)
 	if !ok || len(as.Tasks) != 2 || len(as.Owners) != 4 || as.Owners[as.Tasks[0]] != "m2" {
@@ -334,7 +426,7 @@ func TestAssignorUserDataRoundTrip(t *testing.T) {
 	if got, err := decodeSubscription(append(s.encode(), 1, 2, 3)); err != nil || !reflect.DeepEqual(got.Owned, s.Owned) {
 		t.Errorf("with trailing fields: %+v, %v", got, err)
 	}
-	a := assignmentData{Version: assignmentVersion, Tasks: []Task{{0, 1}}, Owners: map[string][]Task{"r1": {{0, 1}}, "r2": {{0, 0}, {1, 0}}}}
+	a := assignmentData{Version: assignmentVersion, Tasks: []Task{{0, 1}}, Owners: map[string][]Task{"r1": {{0, 1}}, "r2": {{0, 0}, {1, 0}}}, Withheld: []Task{{1, 2}}}
 	gotA, err := decodeAssignment(a.encode())
 	if err != nil || !reflect.DeepEqual(gotA, a) {
 		t.Errorf("assignment %+v, %v; want %+v", gotA, err, a)
@@ -363,4 +455,37 @@ func FuzzAssignorUserData(f *testing.F) {
 		}
 		_, _ = decodeAssignment(b)
 	})
+}
+
+// A member joining a member that holds every task: in the first round the
+// newcomer is assigned nothing (the tasks it will take are still held),
+// the holder is assigned only what it keeps and revokes the rest, and the
+// follow-up round gives the newcomer its share. A member leaving: its
+// tasks are held by nobody, so one round assigns them.
+func TestTaskAssignorCooperativeRounds(t *testing.T) {
+	subOf := map[string]int32{"ma": 0, "mb": 0}
+	g := newTestGroup(t, subOf, map[string]int32{"ma": 6, "mb": 6})
+	g.join("r1")
+	g.rebalance()
+	g.join("r2")
+	g.gen++ // the first round by hand
+	first, _ := g.round()
+	if n := len(tasksOf(subOf, first["r2"])); n != 0 {
+		t.Errorf("round 1: r2 starts %d tasks r1 still holds", n)
+	}
+	if as, _ := g.members["r2"].assignment(g.gen); len(as.Withheld) != 3 {
+		t.Errorf("round 1: r2 was told of %v withheld, want 3 tasks", as.Withheld)
+	}
+	if n := len(tasksOf(subOf, first["r1"])); n != 3 {
+		t.Errorf("round 1: r1 keeps %d tasks, want 3", n)
+	}
+	out := g.rebalance()
+	if g.rounds != 1 || len(tasksOf(subOf, out["r2"])) != 3 {
+		t.Errorf("follow-up: %d rounds, r2 holds %v", g.rounds, out["r2"])
+	}
+	g.leave("r1")
+	out = g.rebalance()
+	if g.rounds != 1 || len(tasksOf(subOf, out["r2"])) != 6 {
+		t.Errorf("leave: %d rounds, r2 holds %v", g.rounds, out["r2"])
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -38,6 +39,11 @@ type Batch struct {
 	HighWaterMark int64
 	// Bytes is the size of the records' keys and values.
 	Bytes int
+	// Claim identifies the claim that read the batch (see ClaimHandler):
+	// a partition revoked and claimed again within one session has a new
+	// claim, so a batch still on its way from the old one can be told
+	// apart.
+	Claim uint64
 }
 
 // MaxBatchBytes bounds a batch's keys and values (a batch holds at least
@@ -58,6 +64,15 @@ type Session interface {
 	// Assignment is what the task assignor decided for this generation;
 	// ok is false for a group without one (NewGroup).
 	Assignment() (a Assignment, ok bool)
+	// Hold waits while this member is joining a new generation within the
+	// session (cooperative protocol), until the session knows the
+	// generation the join established or ctx ends, and then holds off the
+	// member's next JoinGroup until release is called (at most the commit
+	// timeout). An offset commit made in between carries the generation
+	// the coordinator holds: it refuses one naming the generation before
+	// (ILLEGAL_GENERATION) from the moment a join completes. For a group
+	// without the task assignor it returns at once.
+	Hold(ctx context.Context) (release func())
 	// Heartbeat asks the group coordinator whether this member still holds
 	// its generation: nil when it does, an error matching IsMembershipLost
 	// when it was evicted, replaced or the group rebalances, another error
@@ -74,6 +89,29 @@ type Handler interface {
 	Cleanup(s Session) error
 }
 
+// ClaimHandler is a Handler told of each claim of a session. Under the
+// cooperative protocol (NewTaskGroup) claims are added and revoked while
+// the session goes on: Setup runs once, with the first claims.
+type ClaimHandler interface {
+	Handler
+	// Claimed runs in the claim's own goroutine before its first batch is
+	// handed on; claim is the Batch.Claim of its batches. The claims of
+	// Setup are claimed too. ErrClaimRevoked says the claim was revoked
+	// before it was ready: nothing is handed on and Revoked is not called.
+	// Another error ends the session.
+	Claimed(s Session, topic string, partition int32, claim uint64) error
+	// Revoked runs in the claim's goroutine when the group took the
+	// partition away while the session goes on, after the claim's last
+	// batch was handed on: the handler is done with the partition when it
+	// returns (within the rebalance timeout), and sarama releases it to
+	// its next owner.
+	Revoked(s Session, topic string, partition int32, claim uint64)
+}
+
+// ErrClaimRevoked is what ClaimHandler.Claimed returns for a claim the
+// group revoked before the handler was ready for it.
+var ErrClaimRevoked = errors.New("kafka: the claim was revoked before it started")
+
 // Group is a consumer group member with a static instance id.
 type Group struct {
 	client     sarama.Client
@@ -82,6 +120,7 @@ type Group struct {
 	instanceID string
 	batchSize  int
 	tasks      *taskAssignor // nil: topic-partitions are assigned one by one
+	claims     atomic.Uint64 // the last claim id given out
 	mu         struct {
 		sync.Mutex
 		memberID string
@@ -97,9 +136,11 @@ func NewGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int) (
 // NewTaskGroup creates a member of groupID that is assigned tasks: subOf
 // maps each source topic to its sub-topology, and partition p of every
 // topic of one sub-topology goes to one member (see TaskAssignorName).
-// Nothing joins until Consume.
+// Its rebalances are cooperative: a session lasts across them, and only
+// the tasks that move are revoked and claimed (see ClaimHandler). Nothing
+// joins until Consume.
 func NewTaskGroup(c Client, t Timeouts, groupID, instanceID string, subOf map[string]int32) (*Group, error) {
-	return newGroup(c, t, groupID, instanceID, 0, newTaskAssignor(instanceID, subOf))
+	return newGroup(c, t, groupID, instanceID, 0, newTaskAssignor(instanceID, subOf, t.WithDefaults().Commit))
 }
 
 func newGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int, tasks *taskAssignor) (*Group, error) {
@@ -125,10 +166,27 @@ func newGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int, t
 // Errors are the group's asynchronous errors; they must be drained.
 func (g *Group) Errors() <-chan error { return g.cg.Errors() }
 
-// Consume joins the group and runs one session until ctx ends or the group
-// rebalances.
+// Consume joins the group and runs one session until ctx ends or the
+// group rebalances (a task group's session goes on through rebalances
+// that leave its member in the group).
 func (g *Group) Consume(ctx context.Context, topics []string, h Handler) error {
-	err := g.cg.Consume(ctx, topics, &adapter{g: g, h: h})
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var followUp atomic.Bool
+	if g.tasks != nil {
+		g.tasks.setFollowUp(func() {
+			followUp.Store(true)
+			cancel()
+		})
+		defer g.tasks.setFollowUp(nil)
+	}
+	err := g.cg.Consume(sctx, topics, &adapter{g: g, h: h})
+	if g.tasks != nil {
+		g.tasks.joinEnded() // a join the session's end cut short
+	}
+	if followUp.Load() && ctx.Err() == nil {
+		return nil // ended to join again at once: call Consume again
+	}
 	switch {
 	case errors.Is(err, sarama.ErrFencedInstancedId):
 		return fmt.Errorf("%w (%q): %v", ErrFencedInstance, g.instanceID, err)
@@ -203,6 +261,13 @@ func (s session) Assignment() (Assignment, bool) {
 	return s.g.tasks.assignment(s.s.GenerationID())
 }
 
+func (s session) Hold(ctx context.Context) (release func()) {
+	if s.g.tasks == nil {
+		return func() {}
+	}
+	return s.g.tasks.hold(ctx, s.s.Context(), func(assigned int32) bool { return s.s.GenerationID() >= assigned })
+}
+
 func (s session) Heartbeat(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() { done <- s.g.heartbeat(s.Metadata()) }() // bounded by the client's read timeout
@@ -253,8 +318,28 @@ func (a *adapter) Cleanup(s sarama.ConsumerGroupSession) error {
 
 // ConsumeClaim hands records on in batches: it blocks for the first record,
 // then takes whatever else is already buffered, up to the batch size and
-// MaxBatchBytes.
+// MaxBatchBytes. A ClaimHandler is told of the claim first, and of its
+// revocation after its last batch.
 func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	id := a.g.claims.Add(1)
+	ch, _ := a.h.(ClaimHandler)
+	sess := session{s: s, g: a.g}
+	if ch != nil {
+		if err := ch.Claimed(sess, claim.Topic(), claim.Partition(), id); errors.Is(err, ErrClaimRevoked) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+	if a.feed(s, claim, id) && ch != nil && s.Context().Err() == nil {
+		ch.Revoked(sess, claim.Topic(), claim.Partition(), id)
+	}
+	return nil
+}
+
+// feed hands the claim's records on until its messages end (it returns
+// true) or the session does.
+func (a *adapter) feed(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim, id uint64) bool {
 	ctx := s.Context()
 	msgs := claim.Messages()
 	var c converter
@@ -263,14 +348,14 @@ func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 		var ok bool
 		select {
 		case <-ctx.Done():
-			return nil
+			return false
 		case m, ok = <-msgs:
 			if !ok {
-				return nil
+				return true
 			}
 		}
 		b := Batch{Topic: claim.Topic(), Partition: claim.Partition(), Records: make([]Record, 0, min(a.g.batchSize, 1+len(msgs))),
-			HighWaterMark: claim.HighWaterMarkOffset()}
+			HighWaterMark: claim.HighWaterMarkOffset(), Claim: id}
 		b.Records = append(b.Records, c.convert(m))
 		b.Bytes = len(m.Key) + len(m.Value)
 	fill:
@@ -288,11 +373,11 @@ func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return false
 		case a.out <- b:
 		}
 		if !ok {
-			return nil
+			return true
 		}
 	}
 }

@@ -89,6 +89,14 @@ func (s *State) Forget() {
 	clear(s.dedupTime)
 }
 
+// ForgetTask drops one task's stream time and dedup stream time: the
+// task left the replica, and what it knew is not expired or punctuated
+// here any more (if it comes back, both are recovered again).
+func (s *State) ForgetTask(task statestore.Task) {
+	delete(s.streamTime, task)
+	delete(s.dedupTime, task)
+}
+
 // SetTask scopes the next records to task. The scope must be empty.
 func (s *State) SetTask(task statestore.Task) {
 	s.task = task

@@ -1,0 +1,403 @@
+package engine
+
+// Claims that come and go within a session. The task group rebalances
+// cooperatively (KIP-429): a session lasts across rebalances, the tasks
+// that stay with the replica keep processing, a revoked task is committed
+// and dropped, and an added task is checked and restored in its claim's
+// goroutine, then joins the driver, while the driver goes on with the
+// others.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/promread"
+	"github.com/onceflow/onceflow/statestore"
+)
+
+// taskPrep is the preparation of a session's tasks: each task is checked
+// and restored once, by the first of its claims to start; its other claims
+// wait for it.
+type taskPrep struct {
+	mu    sync.Mutex
+	tasks map[statestore.Task]*prepared
+	// restore serializes restores: one changelog reader serves them all.
+	restore sync.Mutex
+}
+
+// prepared is one task's preparation: done closes when it ended, with err.
+type prepared struct {
+	done chan struct{}
+	err  error
+}
+
+// ready notes tasks prepared already (those Setup restored).
+func (t *taskPrep) ready(tasks []statestore.Task) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tasks == nil {
+		t.tasks = map[statestore.Task]*prepared{}
+	}
+	for _, task := range tasks {
+		p := &prepared{done: make(chan struct{})}
+		close(p.done)
+		t.tasks[task] = p
+	}
+}
+
+// start returns the task's preparation and whether the caller must run it.
+func (t *taskPrep) start(task statestore.Task) (*prepared, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.tasks[task]; ok {
+		return p, false
+	}
+	if t.tasks == nil {
+		t.tasks = map[statestore.Task]*prepared{}
+	}
+	p := &prepared{done: make(chan struct{})}
+	t.tasks[task] = p
+	return p, true
+}
+
+// forget drops a task that left: if it comes back, it is prepared again.
+func (t *taskPrep) forget(task statestore.Task) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.tasks, task)
+}
+
+// tasksOf lists the tasks of claims.
+func (e *Engine) tasksOf(claims map[string][]int32) []statestore.Task {
+	var out []statestore.Task
+	for topic, parts := range claims {
+		if e.g.Source(topic) == nil {
+			continue
+		}
+		for _, p := range parts {
+			t := statestore.Task{SubTopology: e.g.SubTopologyOf(topic), Partition: p}
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// taskClaims is the part of claims that belongs to task.
+func (e *Engine) taskClaims(claims map[string][]int32, task statestore.Task) map[string][]int32 {
+	out := map[string][]int32{}
+	for topic, parts := range claims {
+		if e.g.Source(topic) != nil && e.g.SubTopologyOf(topic) == task.SubTopology && slices.Contains(parts, task.Partition) {
+			out[topic] = []int32{task.Partition}
+		}
+	}
+	return out
+}
+
+// Claimed makes the claim's partition the driver's: for a task the session
+// did not start with, after checking and restoring it.
+func (h *handler) Claimed(s kafka.Session, topic string, partition int32, claim uint64) error {
+	if h.d == nil {
+		return errors.New("engine: a claim without a session")
+	}
+	task := statestore.Task{SubTopology: h.e.g.SubTopologyOf(topic), Partition: partition}
+	p, run := h.tasks.start(task)
+	if run {
+		p.err = h.prepare(s, task)
+		close(p.done)
+	}
+	select {
+	case <-p.done:
+	case <-s.Context().Done():
+		return nil
+	}
+	if errors.Is(p.err, kafka.ErrClaimRevoked) {
+		h.tasks.forget(task)
+		return p.err
+	}
+	if p.err != nil {
+		return p.err
+	}
+	h.call(s, func(d *driver) { d.activate(topicPartition{topic, partition}, claim, run, task) })
+	return nil
+}
+
+// Revoked commits what the driver processed and drops the partition: the
+// group gives it to another member once this returns. A driver that does
+// not get to it within half the rebalance timeout (stalled, or a commit
+// that hangs) may still process and commit the partition later, in a
+// generation the group still counts it in: the replica leaves the group
+// then, so that its commits are refused (UNKNOWN_MEMBER_ID), as an evicted
+// replica's are, and joins again.
+func (h *handler) Revoked(s kafka.Session, topic string, partition int32, claim uint64) {
+	e := h.e
+	task := statestore.Task{SubTopology: e.g.SubTopologyOf(topic), Partition: partition}
+	defer h.tasks.forget(task)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case h.d.ctl <- func() { defer close(done); h.d.release(topicPartition{topic, partition}, claim, task) }:
+		case <-h.done:
+		}
+	}()
+	bound := time.NewTimer(e.cfg.Timeouts.Rebalance / 2)
+	defer bound.Stop()
+	select {
+	case <-done:
+	case <-h.done:
+	case <-s.Context().Done():
+	case <-bound.C:
+		e.log.Error("a revoked partition was not released in time; leaving the group so that the replica's late commits are refused",
+			"topic", topic, "partition", partition, "within", e.cfg.Timeouts.Rebalance/2)
+		if err := e.group.Leave(); err != nil {
+			e.log.Warn("leave group", "error", err)
+		}
+		e.rewind()
+	}
+}
+
+// call runs f on the driver goroutine and waits for it, or for the
+// session to end.
+func (h *handler) call(s kafka.Session, f func(d *driver)) {
+	done := make(chan struct{})
+	select {
+	case h.d.ctl <- func() { defer close(done); f(h.d) }:
+	case <-h.done:
+		return
+	case <-s.Context().Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-h.done:
+	case <-s.Context().Done():
+	}
+}
+
+// prepare checks and restores a task claimed within the session, as Setup
+// does for the session's first tasks, while the driver processes the
+// others. A check that fails stops the replica as it would at Setup; a
+// restore that fails ends the session.
+func (h *handler) prepare(s kafka.Session, task statestore.Task) error {
+	e := h.e
+	claims := s.Claims()
+	mine := e.taskClaims(claims, task)
+	e.log.Info("task claimed", "task", task.String(), "generation", s.Metadata().GenerationID, "claims", claimsString(mine))
+	if err := e.checkTasksWhole(claims); err != nil {
+		e.log.Error("refusing a session that holds part of a task; stopping", "error", err)
+		e.stop(err)
+		return err
+	}
+	if err := e.checkCopartitioned(); err != nil {
+		e.log.Error("input topics are no longer co-partitioned; stopping", "error", err)
+		e.stop(err)
+		return err
+	}
+	if err := e.checkInternalOffsets(mine); err != nil {
+		if errors.Is(err, kafka.ErrInternalOffsetOutOfRange) {
+			e.stop(fmt.Errorf("engine: %w", err))
+		} else {
+			e.rewind()
+		}
+		return err
+	}
+	if len(e.stores) == 0 {
+		return nil
+	}
+	for _, st := range e.storeTasks(mine) {
+		if task.Partition >= e.changelogParts[e.stores[st.Store].topic] {
+			// Growing a changelog recreates the producer, which the driver
+			// holds: the next session's Setup does it.
+			e.log.Info("a claimed task's changelog lacks its partition; the session ends to add it", "task", task.String())
+			e.rewind()
+			return fmt.Errorf("%w: changelog partition missing", errSessionEnded)
+		}
+	}
+	sts := e.storeTasks(mine)
+	e.restoringTasks(sts, true)
+	defer e.restoringTasks(sts, false)
+	h.tasks.restore.Lock()
+	defer h.tasks.restore.Unlock()
+	ctx, stop := whileAssigned(s, task)
+	e.progress.restoring(true, promread.Total(e.m.restored))
+	err := e.restoreTasks(ctx, mine)
+	e.progress.restoring(false, promread.Total(e.m.restored))
+	revoked := stop()
+	if err != nil || revoked {
+		if revoked && !ended(s) {
+			e.log.Info("restore stopped: the task was revoked", "task", task.String(), "error", err)
+			return kafka.ErrClaimRevoked
+		}
+		if ended(s) {
+			e.log.Info("restore stopped: the session ended", "task", task.String(), "error", err)
+			return fmt.Errorf("%w: %w", errSessionEnded, err)
+		}
+		e.log.Warn("restore failed; the session ends and the replica joins again", "task", task.String(), "error", err)
+		e.rewind()
+		return err
+	}
+	return nil
+}
+
+// whileAssigned returns a context that ends with s or once the group's
+// assignment no longer gives s the task, and a stop function that reports
+// whether the task was revoked (by then, or in the assignment in force
+// when it is called).
+func whileAssigned(s kafka.Session, task statestore.Task) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancel(s.Context())
+	want := kafka.Task{SubTopology: int32(task.SubTopology), Partition: task.Partition}
+	lost := func() bool {
+		a, ok := s.Assignment()
+		return ok && !slices.Contains(a.Tasks, want)
+	}
+	var revoked atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if lost() {
+				revoked.Store(true)
+				cancel()
+				return
+			}
+		}
+	}()
+	return ctx, func() bool {
+		cancel()
+		<-done
+		return revoked.Load() || lost()
+	}
+}
+
+// restoringTasks adds (on) or removes store tasks being restored outside
+// the driver: the state cleanup leaves them alone.
+func (e *Engine) restoringTasks(sts []statestore.StoreTask, on bool) {
+	e.restoring.Lock()
+	defer e.restoring.Unlock()
+	if e.restoring.tasks == nil {
+		e.restoring.tasks = map[statestore.StoreTask]int{}
+	}
+	for _, st := range sts {
+		if on {
+			e.restoring.tasks[st]++
+		} else if e.restoring.tasks[st]--; e.restoring.tasks[st] <= 0 {
+			delete(e.restoring.tasks, st)
+		}
+	}
+}
+
+// isRestoring reports whether st is being restored outside the driver.
+func (e *Engine) isRestoring(st statestore.StoreTask) bool {
+	e.restoring.Lock()
+	defer e.restoring.Unlock()
+	return e.restoring.tasks[st] > 0
+}
+
+// activate makes a claim's partition the driver's; added says its task
+// was just prepared (restored) within the session.
+func (d *driver) activate(tp topicPartition, claim uint64, added bool, task statestore.Task) {
+	e := d.e
+	d.active[tp] = claim
+	if added && e.db != nil {
+		for _, st := range e.storeTasks(map[string][]int32{tp.topic: {tp.partition}}) {
+			if !slices.Contains(d.keep.owned, st) {
+				d.keep.owned = append(d.keep.owned, st)
+			}
+		}
+		e.sizes.own(d.keep.owned)
+		d.state.ForgetTask(task) // recovered from the restored state when needed
+	}
+	d.claimsChanged()
+}
+
+// release commits the open transaction (every task's: one transaction
+// holds them all) and drops a revoked partition: its offsets, its claim,
+// and once none of its task's partitions is left, the task's state in
+// memory and ownership.
+func (d *driver) release(tp topicPartition, claim uint64, task statestore.Task) {
+	e := d.e
+	if d.active[tp] != claim {
+		return
+	}
+	if d.open && !d.failed {
+		d.commit()
+	}
+	delete(d.active, tp)
+	if d.fence.known[tp.topic] != nil {
+		delete(d.fence.known[tp.topic], tp.partition)
+	}
+	e.m.dropLag(tp.topic, tp.partition)
+	left := false
+	for other := range d.active {
+		if e.g.Source(other.topic) != nil && other.partition == task.Partition && e.g.SubTopologyOf(other.topic) == task.SubTopology {
+			left = true
+		}
+	}
+	if !left {
+		d.state.ForgetTask(task)
+		var gone []statestore.StoreTask
+		d.keep.owned = slices.DeleteFunc(d.keep.owned, func(st statestore.StoreTask) bool {
+			if st.Task == task {
+				gone = append(gone, st)
+				return true
+			}
+			return false
+		})
+		if len(gone) > 0 && !d.failed {
+			// Owned until now: its last transaction committed.
+			if err := e.db.MarkOwned(e.cfg.Now(), gone...); err != nil {
+				e.log.Warn("cannot record the task as owned", "task", task.String(), "error", err)
+			}
+		}
+		e.sizes.own(d.keep.owned)
+		e.log.Info("task revoked", "task", task.String(), "committed", !d.failed)
+	}
+	d.claimsChanged()
+}
+
+// claims are the partitions the driver processes, per topic, sorted.
+func (d *driver) claims() map[string][]int32 {
+	out := map[string][]int32{}
+	for tp := range d.active {
+		out[tp.topic] = append(out[tp.topic], tp.partition)
+	}
+	for _, ps := range out {
+		slices.Sort(ps)
+	}
+	return out
+}
+
+// claimsChanged reports the driver's claims: to the status, the stall
+// watch and the metrics, with the generation, counted when it is new.
+func (d *driver) claimsChanged() {
+	e := d.e
+	claims := d.claims()
+	md := d.s.Metadata()
+	if md.GenerationID != d.gen {
+		d.gen = md.GenerationID
+		e.m.rebalances.Inc()
+		e.log.Info("generation changed", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(claims))
+	}
+	n := 0
+	for _, ps := range claims {
+		n += len(ps)
+	}
+	e.m.assignedTasks.Set(float64(n))
+	e.progress.assign(claims)
+	e.m.ownTasks(e.g, claims)
+	e.live.session(md, claims)
+}
