@@ -91,10 +91,11 @@ func TestEvictedRunnerStartsNoAttempt(t *testing.T) {
 
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()
-	defer proxy.Close()
+	t.Cleanup(proxy.Close) // after the runners have stopped
 	tune := evictionTuning(proxy, 0)
 	zombie := &effectSink{e: e, name: "a", stall: 5, hold: 14 * time.Second, held: make(chan struct{})}
 	a := startRunnerWith(t, env, app, "a", hookTopology(in, zombie), tune(true), nil)
+	healAtEnd(t, proxy)
 	waitFor(t, "runner a delivering", 30*time.Second, func() bool { _, by := e.counts(); return by["a"] >= 4 })
 	proxy.Blackhole(12) // Heartbeat: the coordinator hears nothing more from a's membership
 	startRunnerWith(t, env, app, "b", hookTopology(in, &effectSink{e: e, name: "b"}), tune(false), nil)
@@ -164,4 +165,17 @@ func evictionTuning(proxy *testproxy.Proxy, attemptTimeout time.Duration) func(d
 			}
 		}
 	}
+}
+
+// healAtEnd ends proxy's faults when the test ends, before the runners
+// started so far stop (cleanups run last in, first out): the evicted
+// runner's connections are reset and new ones pass, so it stops at once
+// instead of waiting out its dark connection and then a coordinator
+// lookup through a closed proxy, about a minute.
+func healAtEnd(t *testing.T, proxy *testproxy.Proxy) {
+	t.Helper()
+	t.Cleanup(func() {
+		proxy.Reset()
+		proxy.Heal()
+	})
 }

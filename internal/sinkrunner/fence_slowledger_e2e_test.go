@@ -25,7 +25,7 @@ func TestSlowInFlightMarkSendsNothingAfterEviction(t *testing.T) {
 
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()
-	defer proxy.Close()
+	t.Cleanup(proxy.Close) // after the runners have stopped
 	tune := evictionTuning(proxy, 0)
 	victim := fmt.Sprintf("hook:%s/0/5", in)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -39,6 +39,7 @@ func TestSlowInFlightMarkSendsNothingAfterEviction(t *testing.T) {
 	}
 	startRunnerWith(t, env, app, "a", hookTopology(in, &effectSink{e: e, name: "a"}), tune(true),
 		func(r *sinkrunner.Runner) { r.FailLedgerWrites(slow) })
+	healAtEnd(t, proxy)
 	select {
 	case <-entered:
 	case <-time.After(60 * time.Second):
