@@ -1,3 +1,7 @@
+//go:build long
+
+// Slow fault, timeout and eviction tests: make test-long runs them, make test does not.
+
 package sinkrunner_test
 
 import (
