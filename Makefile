@@ -9,9 +9,13 @@ GO ?= go
 # race, see internal/engine/producer_errors_test.go), each once, without
 # it. About 3 minutes on 2 cores. The slow fault, timeout, eviction and
 # SIGKILL tests sit in files with the `long` build tag, which this target
-# does not build.
+# does not build. Most packages' tests wait on a broker's timers far more
+# than they compute (under a third of two cores busy, one package per
+# core): TEST_P packages run at once (go test -p; its default is the
+# number of cores).
+TEST_P ?= 4
 test:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -p $(TEST_P) ./...
 	@scripts/test-tagged.sh norace
 
 # test-long: exactly the tests of the `long` files (under the race
