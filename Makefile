@@ -3,13 +3,29 @@ GO ?= go
 
 .PHONY: test test-long test-pg lint build bench-full fuzz chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka test-security kafka-secure-up kafka-secure-down compose-check test-browser
 
-# Everything under the race detector, then the tests that drive sarama's
+# test: every package's tests under the race detector, then the tests of
+# the files built only without it (`//go:build !race`: they drive sarama's
 # producer through failed produce requests, where sarama itself has a data
-# race (see internal/engine/producer_errors_test.go), without it.
+# race, see internal/engine/producer_errors_test.go), each once, without
+# it. About 3 minutes on 2 cores. The slow fault, timeout, eviction and
+# SIGKILL tests sit in files with the `long` build tag, which this target
+# does not build. Most packages' tests wait on a broker's timers far more
+# than they compute (under a third of two cores busy, one package per
+# core): TEST_P packages run at once (go test -p; its default is the
+# number of cores).
+TEST_P ?= 4
 test:
-	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -run 'TestFencedProducerIsRecreated|TestProduceErrorsAbortAndRewind|TestHungCoordinatorCommitTimesOut|TestStopWithHungCoordinatorIsBounded' ./internal/engine
-	$(GO) test -count=1 -run 'TestHealthzFailsWhileStalled' ./processor
+	$(GO) test -race -count=1 -p $(TEST_P) ./...
+	@scripts/test-tagged.sh norace
+
+# test-long: exactly the tests of the `long` files (under the race
+# detector; those also tagged `!race` without it), none of the tests
+# `make test` runs. scripts/test-tagged.sh finds their names. .ci/run runs
+# it after `make test`, with a PostgreSQL (the runner's fencing test
+# against the database sink skips without ONCEFLOW_PG_DSN).
+test-long:
+	@scripts/test-tagged.sh long
+	@scripts/test-tagged.sh long-norace
 
 # Tests too slow for `make test` (build tag long).
 test-long:
@@ -22,13 +38,14 @@ test-long:
 # checks are listed, with reasons, in staticcheck.conf. The import rules
 # (which layer may import which) are a test, internal/archtest. The kafka
 # build tag brings the real-Kafka tests into vet and staticcheck, the chaos
-# tag the allstages chaos test (internal/chaos, run with -tags chaos).
+# tag the allstages chaos test (internal/chaos, run with -tags chaos), the
+# long tag the tests of `make test-long`.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags kafka,kafkasecure,chaos ./...
-	$(STATICCHECK) -tags kafka,kafkasecure,chaos ./...
+	$(GO) vet -tags kafka,kafkasecure,chaos,long ./...
+	$(STATICCHECK) -tags kafka,kafkasecure,chaos,long ./...
 	$(GO) test -count=1 ./internal/archtest
 	cd deploy/kubernetes && $(GO) vet ./... && $(STATICCHECK) ./...
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The integration suite (build tag `kafka`) against a real Apache Kafka.
+# The integration suite (build tag `kafka`) against a real Apache Kafka,
+# with the slow tests of `make test-long` (build tag `long`) among the
+# tests of `make test`.
 #
 #   scripts/test-kafka.sh                 all packages (./...)
 #   scripts/test-kafka.sh ./internal/...  only these packages (go test flags work too)
@@ -50,7 +52,7 @@ fi
 # sarama's own data race on failed produce requests (see
 # internal/engine/producer_errors_test.go) would fail runs that real
 # brokers push onto that path.
-setsid "${GO:-go}" test -count=1 -tags kafka -timeout 30m "$@" &
+setsid "${GO:-go}" test -count=1 -tags kafka,long -timeout 30m "$@" &
 gopid=$!
 trap 'kill -TERM -- "-$gopid" 2>/dev/null || true' INT TERM
 while :; do

@@ -34,6 +34,6 @@ fi
 if [ $# -eq 0 ]; then
 	# The sinks, then the runner's end-to-end tests against PostgreSQL.
 	"${GO:-go}" test -race -count=1 ./sinks/...
-	set -- -run Pgsink ./internal/sinkrunner/
+	set -- -tags long -run Pgsink ./internal/sinkrunner/
 fi
 "${GO:-go}" test -race -count=1 "$@"

@@ -2,16 +2,19 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/embedded"
@@ -30,21 +33,49 @@ func startBroker(t *testing.T) string {
 }
 
 // readCommitted reads every committed record of topic, sorted by
-// partition and offset.
+// partition and offset: it reads from the start, read_committed, until
+// each partition's position reaches the last stable offset it had when
+// the read began (control records count for the position and are not
+// returned). The writers have finished by then, so that is all there is.
 func readCommitted(t *testing.T, ctx context.Context, brokers, topic string) []*kgo.Record {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ConsumeTopics(topic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	var out []*kgo.Record
-	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	for rctx.Err() == nil {
-		cl.PollFetches(rctx).EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
 	}
+	left := map[int32]int64{} // partition -> its last stable offset, until reached
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("end offset of %s/%d: %v", topic, o.Partition, o.Err)
+		}
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
+	var out []*kgo.Record
+	for len(left) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %s: %d records, partitions not read to their end: %v", topic, len(out), left)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
+			}
+		})
+	}
+	slices.SortFunc(out, func(a, b *kgo.Record) int {
+		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+	})
 	return out
 }
 

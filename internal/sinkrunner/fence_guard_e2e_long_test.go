@@ -1,3 +1,7 @@
+//go:build long
+
+// Slow fault, timeout and eviction tests: make test-long runs them, make test does not.
+
 package sinkrunner_test
 
 import (
@@ -103,10 +107,11 @@ func TestZombieLateDeliveryRefusedByFenceGuard(t *testing.T) {
 
 	down := newGuarded()
 	proxy := testproxy.New()
-	defer proxy.Close()
+	t.Cleanup(proxy.Close) // after the runners have stopped
 	tune := evictionTuning(proxy, 2*time.Minute)
 	zombie := &guardedSink{g: down, name: "a", stall: 5, release: make(chan struct{}), back: make(chan error, 1)}
 	startRunnerWith(t, env, app, "a", hookTopology(in, zombie), tune(true), nil)
+	healAtEnd(t, proxy)
 	waitFor(t, "runner a delivering", 30*time.Second, func() bool { by, _, _, _ := down.snapshot(); return by["a"] >= 4 })
 	proxy.Blackhole(12) // Heartbeat: the coordinator hears nothing more from a's membership
 	startRunnerWith(t, env, app, "b", hookTopology(in, &guardedSink{g: down, name: "b"}), tune(false), nil)

@@ -1,3 +1,7 @@
+//go:build long
+
+// Slow fault, timeout and eviction tests: make test-long runs them, make test does not.
+
 package sinkrunner_test
 
 import (
@@ -31,7 +35,7 @@ func TestAdversaryLedgerWriteHeldPastProof(t *testing.T) {
 
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()
-	defer proxy.Close()
+	t.Cleanup(proxy.Close) // after the runners have stopped
 	tune := evictionTuning(proxy, 0)
 	// The fifth request's attempt is recorded as out; that ledger write
 	// holds until released.
@@ -49,6 +53,7 @@ func TestAdversaryLedgerWriteHeldPastProof(t *testing.T) {
 	}
 	startRunnerWith(t, env, app, "a", hookTopology(in, &effectSink{e: e, name: "a"}), tune(true),
 		func(r *sinkrunner.Runner) { r.FailLedgerWrites(hold) })
+	healAtEnd(t, proxy)
 	select {
 	case <-holding:
 	case <-time.After(60 * time.Second):
@@ -127,10 +132,11 @@ func TestAdversaryEvictedRunnerLedgerWriteAfterTakeover(t *testing.T) {
 
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()
-	defer proxy.Close()
+	t.Cleanup(proxy.Close) // after the runners have stopped
 	tune := evictionTuning(proxy, 0)
 	zombie := &holdingSink{e: e, name: "a", n: 5, holding: make(chan struct{}), release: make(chan struct{})}
 	startRunnerWith(t, env, app, "a", hookTopology(in, zombie), tune(true), nil)
+	healAtEnd(t, proxy)
 	select {
 	case <-zombie.holding:
 	case <-time.After(60 * time.Second):

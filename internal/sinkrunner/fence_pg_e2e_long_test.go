@@ -1,3 +1,7 @@
+//go:build long
+
+// Slow fault, timeout and eviction tests: make test-long runs them, make test does not.
+
 package sinkrunner_test
 
 import (
@@ -95,10 +99,11 @@ func TestZombieLateDeliveryRefusedByPgsink(t *testing.T) {
 	app, in := filledOutbox(t, env, "pgfence", db, n)
 
 	proxy := testproxy.New()
-	defer proxy.Close()
+	t.Cleanup(proxy.Close) // after the runners have stopped
 	tune := evictionTuning(proxy, 2*time.Minute)
 	zombie := &stalling{Sink: db, stall: 5, release: make(chan struct{}), back: make(chan error, 1)}
 	startRunnerWith(t, env, app, "a", hookTopology(in, zombie), tune(true), nil)
+	healAtEnd(t, proxy)
 	waitFor(t, "runner a delivering", 30*time.Second, func() bool { return count(`SELECT count(*) FROM `+rows) >= 4 })
 	proxy.Blackhole(12) // Heartbeat: the coordinator hears nothing more from a's membership
 	var first int

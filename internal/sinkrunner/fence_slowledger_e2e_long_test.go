@@ -1,3 +1,7 @@
+//go:build long
+
+// Slow fault, timeout and eviction tests: make test-long runs them, make test does not.
+
 package sinkrunner_test
 
 import (
@@ -25,7 +29,7 @@ func TestSlowInFlightMarkSendsNothingAfterEviction(t *testing.T) {
 
 	e := &effects{per: map[string]int{}, by: map[string]int{}}
 	proxy := testproxy.New()
-	defer proxy.Close()
+	t.Cleanup(proxy.Close) // after the runners have stopped
 	tune := evictionTuning(proxy, 0)
 	victim := fmt.Sprintf("hook:%s/0/5", in)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -39,6 +43,7 @@ func TestSlowInFlightMarkSendsNothingAfterEviction(t *testing.T) {
 	}
 	startRunnerWith(t, env, app, "a", hookTopology(in, &effectSink{e: e, name: "a"}), tune(true),
 		func(r *sinkrunner.Runner) { r.FailLedgerWrites(slow) })
+	healAtEnd(t, proxy)
 	select {
 	case <-entered:
 	case <-time.After(60 * time.Second):
