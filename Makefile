@@ -27,10 +27,6 @@ test-long:
 	@scripts/test-tagged.sh long
 	@scripts/test-tagged.sh long-norace
 
-# Tests too slow for `make test` (build tag long).
-test-long:
-	$(GO) test -race -tags long -count=1 ./...
-
 # staticcheck runs at a pinned version through `go run pkg@version`: that
 # exact version, verified against the checksum database, built with its own
 # go.mod. It stays out of our go.mod, where a `tool` directive would add its
