@@ -62,14 +62,15 @@ func TestBenchJSON(t *testing.T) {
 // TestBenchBrokerCPU names this test's own process as the broker (the
 // embedded broker runs in it): every throughput run, and each variant's
 // median, must carry a positive broker CPU per million records, and the
-// table must have the column.
+// table must have the column. CPU is read in clock ticks of 10 ms, so a
+// run needs enough records to use several of them.
 func TestBenchBrokerCPU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the bench on an embedded broker")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	args := []string{"bench", "--records", "3000", "--repeats", "1", "--warmup", "0", "--no-latency", "--no-progress"}
+	args := []string{"bench", "--records", "10000", "--repeats", "1", "--warmup", "0", "--no-latency", "--no-progress"}
 	code, stdout, stderr := cli(t, ctx, append(args, "--json", "--broker-pids", strconv.Itoa(os.Getpid()))...)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
