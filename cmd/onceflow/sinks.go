@@ -32,7 +32,7 @@ type SinksStatusCmd struct {
 
 // Run prints the counts.
 func (c *SinksStatusCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ type SinksUnknownResolveCmd struct {
 
 // Run writes the resolve command to the sink's outbox.
 func (c *SinksUnknownResolveCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ type SinksUnknownListCmd struct {
 
 // Run lists the parked deliveries.
 func (c *SinksUnknownListCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ type DLQRedriveCmd struct {
 
 // Run writes a redrive command per key to the sink's outbox.
 func (c *DLQRedriveCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ type DLQListCmd struct {
 
 // Run lists the dead letters.
 func (c *DLQListCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ type DLQShowCmd struct {
 
 // Run prints one dead letter.
 func (c *DLQShowCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}
