@@ -1,7 +1,7 @@
 # onceflow build and test entry points. `make test` is what CI and newcomers run.
 GO ?= go
 
-.PHONY: test test-pg lint build bench-full fuzz chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka test-security kafka-secure-up kafka-secure-down compose-check test-browser
+.PHONY: test test-long test-pg lint build bench-full fuzz chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka test-security kafka-secure-up kafka-secure-down compose-check test-browser
 
 # Everything under the race detector, then the tests that drive sarama's
 # producer through failed produce requests, where sarama itself has a data
@@ -10,6 +10,11 @@ test:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'TestFencedProducerIsRecreated|TestProduceErrorsAbortAndRewind|TestHungCoordinatorCommitTimesOut|TestStopWithHungCoordinatorIsBounded' ./internal/engine
 	$(GO) test -count=1 -run 'TestHealthzFailsWhileStalled' ./processor
+
+# The tests too slow for make test (processes driven end to end, builds of
+# user binaries): the packages with files of the long build tag, with them.
+test-long:
+	$(GO) test -race -count=1 -tags long $$(grep -rl --include='*_test.go' '^//go:build long' . | xargs -n1 dirname | sort -u)
 
 # staticcheck runs at a pinned version through `go run pkg@version`: that
 # exact version, verified against the checksum database, built with its own
@@ -23,8 +28,8 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags kafka,kafkasecure,chaos ./...
-	$(STATICCHECK) -tags kafka,kafkasecure,chaos ./...
+	$(GO) vet -tags kafka,kafkasecure,chaos,long ./...
+	$(STATICCHECK) -tags kafka,kafkasecure,chaos,long ./...
 	$(GO) test -count=1 ./internal/archtest
 	cd deploy/kubernetes && $(GO) vet ./... && $(STATICCHECK) ./...
 
