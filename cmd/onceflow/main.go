@@ -24,6 +24,7 @@ type CLI struct {
 	Topics       TopicsCmd       `cmd:"" help:"Create, list and describe topics."`
 	Verify       VerifyCmd       `cmd:"" help:"Check that every committed input record has an outcome (outputs naming it in their lineage, or a rejection) and none twice; or, with --truth, a built-in generator's truth."`
 	Lag          LagCmd          `cmd:"" help:"Show (or wait for) a group's committed progress through a topic."`
+	Groups       GroupsCmd       `cmd:"" help:"Describe consumer groups: offsets, lag and owner per partition, tasks per member."`
 	Consume      ConsumeCmd      `cmd:"" help:"Print a topic's records as JSON lines (read_committed or not, keys and values decoded, headers, from an offset or a time); --rejected APP-ID for an application's rejected records with their reasons."`
 	Bench        BenchCmd        `cmd:"" help:"Measure a workload in exactly-once and at-least-once mode (and the peers) on one broker."`
 	BenchTargets BenchTargetsCmd `cmd:"" name:"bench-targets" help:"Write TARGETS.md of a full benchmark run's directory (scripts/bench-full.sh): every performance target with its measured ratio, met or not met."`
