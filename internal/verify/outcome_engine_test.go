@@ -2,6 +2,9 @@ package verify_test
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +87,69 @@ func TestOutcomesOfARun(t *testing.T) {
 	e.DeleteRecords(out, map[int32]int64{first.Partition: first.Offset + 1})
 	if rep := check("one output lost"); rep.OK || rep.Missing != 1 || rep.WithOutput != 199 {
 		t.Fatalf("planted loss: %+v", rep)
+	}
+}
+
+// windowsAndTicks copies its input (upper-cased), counts it per key and
+// minute (final results only), and ticks every 50 ms from a punctuator.
+func windowsAndTicks(in, copied, perMinute, ticks string) *topology.Topology {
+	t := topology.New("windows-and-ticks")
+	src := topology.Source(t, in, serde.String(), serde.String())
+	topology.To(topology.MapValues(src, func(v string) (string, error) { return strings.ToUpper(v), nil }), copied, serde.String(), serde.String())
+	counts := topology.GroupByKey(src, "by-key", serde.String(), serde.String()).
+		WindowedBy(topology.TumblingWindows(time.Minute).WithGrace(0)).EmitFinal().Count("per-minute")
+	text := topology.Map(counts, func(k topology.Windowed[string], n int64) (string, string, error) {
+		return fmt.Sprintf("%s@%d", k.Key, k.Start.UnixMilli()), strconv.FormatInt(n, 10), nil
+	})
+	topology.To(text, perMinute, serde.String(), serde.String())
+	ticker := topology.Process(src, "ticker", func(topology.Context[string, string], topology.Record[string, string]) error { return nil })
+	topology.Punctuate(ticker, topology.WallClockTime, 50*time.Millisecond, func(ctx topology.Context[string, string], at time.Time) error {
+		return ctx.Forward(topology.Record[string, string]{Key: "tick", Value: at.Format(time.RFC3339Nano), Timestamp: at})
+	})
+	topology.To(ticker, ticks, serde.String(), serde.String())
+	return t
+}
+
+// Windowed results and punctuators' outputs have no single input: a run
+// of a topology with both counts them apart, and every input still has its
+// outcome once.
+func TestOutcomesApartOfARun(t *testing.T) {
+	e := enginetest.New(t)
+	in, copied, perMinute, ticks, app := e.Name("in"), e.Name("copied"), e.Name("per-minute"), e.Name("ticks"), e.Name("app")
+	for _, topic := range []string{in, copied, perMinute, ticks} {
+		e.CreateTopic(topic, 1)
+	}
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Minute)
+	var rs []*kgo.Record
+	for i := range 60 {
+		rs = append(rs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%d", i%3), Value: fmt.Appendf(nil, "v%d", i), Timestamp: t0.Add(time.Duration(i) * 10 * time.Second)})
+	}
+	e.ProduceRecords(rs...)
+	g, err := compile.Graph(windowsAndTicks(in, copied, perMinute, ticks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = g.WithPrefix(app)
+	r := e.Start(e.Config(app, "r1"), g)
+	e.WaitCount(copied, 60, 60*time.Second)
+	e.WaitCount(perMinute, 27, 60*time.Second) // 9 closed minutes of 3 keys
+	e.WaitCount(ticks, 1, 60*time.Second)
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	spec := verify.SpecOf(g, app+"-rejected")
+	if len(spec.Windowed) != 1 || spec.Windowed[0] != perMinute || len(spec.MayDrop) != 0 {
+		t.Fatalf("spec %+v", spec)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := verify.Outcomes(ctx, e.Brokers, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", rep)
+	if !rep.OK || rep.Input != 60 || rep.WithOutput != 60 || rep.Missing != 0 || rep.Doubled != 0 || rep.Unexpected != 0 ||
+		rep.Windowed != 27 || rep.Punctuated == 0 || rep.Output != 60+27+rep.Punctuated {
+		t.Fatalf("report %+v", rep)
 	}
 }
