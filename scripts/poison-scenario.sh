@@ -62,12 +62,12 @@ check() { # description condition...
   if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; fail=1; fi
 }
 
-echo "== onceflow verify --input $in --output $out (the poison record has no output: 1 missing expected)"
-rep=$($of verify --brokers "$brokers" --input "$in" --output "$out" --json || true)
+echo "== onceflow verify --input $in --output $out --rejected $app-rejected (the poison record's outcome is its rejection)"
+rep=$($of verify --brokers "$brokers" --input "$in" --output "$out" --rejected "$app-rejected" --json || true)
 echo "$rep"
 field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$rep" "$1"; }
-check "verify: input $((records + 1)), output $records, 1 missing, 0 duplicates, 0 unexpected" \
-  test "$(field input)/$(field output)/$(field missing)/$(field duplicates)/$(field unexpected)" = "$((records + 1))/$records/1/0/0"
+check "verify: input $((records + 1)), output $records, 1 rejected only, 0 missing, 0 doubled, 0 unexpected" \
+  test "$(field input)/$(field output)/$(field rejected_only)/$(field missing)/$(field doubled)/$(field unexpected)" = "$((records + 1))/$records/1/0/0/0"
 
 echo "== kcat, read_committed"
 poison=$($kcat -C -b "$brokers" -t "$in" -X isolation.level=read_committed -o beginning -e -q -f '%p/%o %S\n' |

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/onceflow/onceflow/examples/allstages"
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/examples/orders"
 	"github.com/onceflow/onceflow/examples/pageviews"
+	kit "github.com/onceflow/onceflow/internal/cli"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -46,10 +46,5 @@ func (c *DescribeCmd) Run(env *Env) error {
 		none := sinks.Func(func(context.Context, sinks.Delivery) error { return nil })
 		t = orders.TopologyWithSinks(c.Input, c.Output, orders.Sinks{Notify: none, Rows: none})
 	}
-	out := t.Describe()
-	if c.Format == "mermaid" {
-		out = t.DescribeMermaid()
-	}
-	_, err := fmt.Fprint(env.Stdout, out)
-	return err
+	return kit.Describe(env, t, c.Format)
 }

@@ -23,7 +23,7 @@ type LagCmd struct {
 // committed offsets against the last stable offsets, and the records it
 // has not read (transaction markers and aborted records not counted).
 func (c *LagCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}

@@ -8,26 +8,24 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/alecthomas/kong"
+	kit "github.com/onceflow/onceflow/internal/cli"
 )
 
 // CLI is the command line. One field per command; each command's type and
 // Run method live in their own file (broker.go, produce.go, verify.go).
 type CLI struct {
-	Globals
+	kit.Globals
 
 	Broker       BrokerCmd       `cmd:"" help:"Run the embedded Kafka-compatible broker until interrupted."`
 	Produce      ProduceCmd      `cmd:"" help:"Write records to a topic: your own (--from, JSON lines) or generated ones (--records)."`
 	Topics       TopicsCmd       `cmd:"" help:"Create, list and describe topics."`
-	Verify       VerifyCmd       `cmd:"" help:"Check that every input record has exactly one output record, by lineage."`
+	Verify       VerifyCmd       `cmd:"" help:"Check that every committed input record has an outcome (outputs naming it in their lineage, or a rejection) and none twice; or, with --truth, a built-in generator's truth."`
 	Lag          LagCmd          `cmd:"" help:"Show (or wait for) a group's committed progress through a topic."`
+	Groups       GroupsCmd       `cmd:"" help:"Describe consumer groups: offsets, lag and owner per partition, tasks per member."`
+	Consume      ConsumeCmd      `cmd:"" help:"Print a topic's records as JSON lines (read_committed or not, keys and values decoded, headers, from an offset or a time); --rejected APP-ID for an application's rejected records with their reasons."`
 	Bench        BenchCmd        `cmd:"" help:"Measure a workload in exactly-once and at-least-once mode (and the peers) on one broker."`
 	BenchTargets BenchTargetsCmd `cmd:"" name:"bench-targets" help:"Write TARGETS.md of a full benchmark run's directory (scripts/bench-full.sh): every performance target with its measured ratio, met or not met."`
 	BenchSinks   BenchSinksCmd   `cmd:"" name:"bench-sinks" help:"Measure the sink runner: HTTP deliveries/s to a receiver answering after a delay, at several parallelisms."`
@@ -45,7 +43,7 @@ type CLI struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := kit.SignalContext("onceflow", os.Stderr)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -59,28 +57,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runIO is run with the standard input given.
 func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var cli CLI
-	parser, err := kong.New(&cli,
-		kong.Name("onceflow"),
-		kong.Description("A stream processor with exactly-once effects."),
-		kong.Writers(stdout, stderr),
-	)
-	if err != nil {
-		return report(stderr, err)
-	}
-	kctx, err := parser.Parse(args)
-	if errors.Is(err, errVersionShown) {
-		return exitOK
-	}
-	if err != nil {
-		var perr *kong.ParseError
-		if errors.As(err, &perr) && perr.Context != nil {
-			_ = perr.Context.PrintUsage(true)
-			fmt.Fprintln(stderr)
-		}
-		parser.Errorf("%s", err)
-		return exitError
-	}
-	env := &Env{Ctx: ctx, Stdin: stdin, Stdout: stdout, Stderr: stderr, Logger: cli.Globals.logger(stderr)}
-	return report(stderr, kctx.Run(env))
+	var c CLI
+	return kit.Program{
+		Name:        "onceflow",
+		Description: "A stream processor with exactly-once effects.",
+		CLI:         &c,
+		Globals:     &c.Globals,
+	}.Exec(ctx, args, stdin, stdout, stderr)
 }

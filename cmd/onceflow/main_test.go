@@ -108,18 +108,18 @@ func TestProduceAndVerify(t *testing.T) {
 
 	// The topic as its own output: no record has lineage.
 	code, stdout, stderr = cli(t, ctx, "verify", "-b", brokers, "-i", "in", "-o", "in", "--json")
-	var rep verify.Report
+	var rep verify.OutcomeReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != exitFailed {
 		t.Fatalf("verify in->in: exit %d, stdout %q, stderr %q, %v", code, stdout, stderr, err)
 	}
-	if want := (verify.Report{Input: 500, Output: 500, Missing: 500, Unexpected: 500}); rep != want {
-		t.Fatalf("report %+v, want %+v", rep, want)
+	if rep.Input != 500 || rep.Output != 500 || rep.Missing != 500 || rep.Unexpected != 500 || rep.Doubled != 0 || rep.OK {
+		t.Fatalf("report %+v, want 500 in, 500 out, 500 missing, 500 unexpected", rep)
 	}
 
 	// A faithful copy with lineage passes.
 	copyWithLineage(t, ctx, b.Addrs(), "in", "out")
 	code, stdout, stderr = cli(t, ctx, "verify", "-b", brokers, "-i", "in", "-o", "out")
-	if code != exitOK || !strings.Contains(stdout, "in -> out: input 500, output 500, missing 0, duplicates 0, unexpected 0: ok") {
+	if code != exitOK || !strings.Contains(stdout, "input 500, output 500, rejections 0: with output 500, rejected only 0, missing 0, doubled 0, unexpected 0: ok") {
 		t.Fatalf("verify in->out: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 

@@ -8,23 +8,6 @@ import (
 	"time"
 )
 
-func TestListenAddr(t *testing.T) {
-	for in, want := range map[string]string{
-		"9100":           "127.0.0.1:9100",
-		":9100":          "127.0.0.1:9100",
-		":0":             "127.0.0.1:0",
-		"127.0.0.1:9100": "127.0.0.1:9100",
-		"0.0.0.0:9100":   "0.0.0.0:9100",
-		"[::]:9100":      "[::]:9100",
-		"[::1]:9100":     "[::1]:9100",
-		"host:9100":      "host:9100",
-	} {
-		if got := listenAddr(in); got != want {
-			t.Errorf("listenAddr(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // A replica given only a port serves metrics and health on loopback, not
 // on every interface; given no --metrics-addr, it serves nothing.
 func TestMetricsListenOnLoopback(t *testing.T) {

@@ -50,7 +50,7 @@ type PageviewsProduceCmd struct {
 
 // Run writes the views and the truth.
 func (c *PageviewsProduceCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (c *PageviewsVerifyCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}

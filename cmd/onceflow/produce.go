@@ -68,7 +68,7 @@ func (c *ProduceCmd) Validate() error {
 
 // Run writes the records and prints a summary.
 func (c *ProduceCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}

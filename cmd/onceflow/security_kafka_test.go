@@ -357,7 +357,7 @@ func matrixRun(t *testing.T, ctx context.Context, tr *transcript, m mechanism, p
 	code, stdout, stderr = tr.onceflow(t, ctx, nil, "probe", "http://"+metrics+"/healthz")
 	ok("probe (healthz)", code == 0, fmt.Sprintf("exit %d: %s %s", code, stdout, stderr))
 	code, stdout, stderr = verifyEventually("-i", in, "-o", out)
-	ok("run copy + verify", code == 0 && strings.Contains(stdout, "input 300, output 300, missing 0, duplicates 0, unexpected 0: ok"),
+	ok("run copy + verify", code == 0 && strings.Contains(stdout, "input 300, output 300, rejections 0: with output 300, rejected only 0, missing 0, doubled 0, unexpected 0: ok"),
 		fmt.Sprintf("exit %d: %s %s", code, stdout, tail(stderr)))
 	code, stdout, stderr = of("topics", "list")
 	ok("topics list", code == 0 && strings.Contains(stdout, out), fmt.Sprintf("exit %d: %s %s", code, stdout, tail(stderr)))
@@ -678,7 +678,7 @@ func TestSecurityToolingACLs(t *testing.T) {
 		}, []string{"produce", "-t", run + "-new", "-n", "10", "--no-progress"}, "produced 10 records"},
 		{"verify", func(p string) []*kadm.ACLBuilder {
 			return []*kadm.ACLBuilder{kadm.NewACLs().Allow(p).Topics(in, out).Operations(kadm.OpRead)}
-		}, []string{"verify", "-i", in, "-o", out}, "input 100, output 100, missing 0, duplicates 0, unexpected 0: ok"},
+		}, []string{"verify", "-i", in, "-o", out}, "input 100, output 100, rejections 0: with output 100, rejected only 0, missing 0, doubled 0, unexpected 0: ok"},
 		{"lag", func(p string) []*kadm.ACLBuilder {
 			return []*kadm.ACLBuilder{kadm.NewACLs().Allow(p).Groups(app).Operations(kadm.OpDescribe),
 				kadm.NewACLs().Allow(p).Topics(in).Operations(kadm.OpDescribe)}

@@ -33,7 +33,7 @@ type SinksStatusCmd struct {
 
 // Run prints the counts.
 func (c *SinksStatusCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (c *SinksUnknownResolveCmd) Run(env *Env) error {
 	if err := keysOrAll(c.Keys, c.All); err != nil {
 		return err
 	}
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ type SinksUnknownListCmd struct {
 
 // Run lists the parked deliveries.
 func (c *SinksUnknownListCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (c *DLQRedriveCmd) Run(env *Env) error {
 	if err := keysOrAll(c.Keys, c.All); err != nil {
 		return err
 	}
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ type DLQListCmd struct {
 
 // Run lists the dead letters.
 func (c *DLQListCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ type DLQShowCmd struct {
 
 // Run prints one dead letter.
 func (c *DLQShowCmd) Run(env *Env) error {
-	opts, err := c.clientOptions()
+	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
 	}

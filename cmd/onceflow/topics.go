@@ -25,7 +25,7 @@ type TopicsCreateCmd struct {
 
 // Run creates the topic.
 func (c *TopicsCreateCmd) Run(env *Env) error {
-	adm, err := c.connect(env)
+	adm, err := connect(env, c.ToolFlags)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ type TopicsListCmd struct {
 
 // Run lists the topics.
 func (c *TopicsListCmd) Run(env *Env) error {
-	adm, err := c.connect(env)
+	adm, err := connect(env, c.ToolFlags)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ type TopicsDescribeCmd struct {
 
 // Run describes the topic.
 func (c *TopicsDescribeCmd) Run(env *Env) error {
-	adm, err := c.connect(env)
+	adm, err := connect(env, c.ToolFlags)
 	if err != nil {
 		return err
 	}
@@ -85,8 +85,8 @@ func (c *TopicsDescribeCmd) Run(env *Env) error {
 }
 
 // connect opens an admin client with the TLS and SASL flags.
-func (f ToolFlags) connect(env *Env) (*topics.Admin, error) {
-	opts, err := f.clientOptions()
+func connect(env *Env, f ToolFlags) (*topics.Admin, error) {
+	opts, err := f.ClientOptions()
 	if err != nil {
 		return nil, err
 	}

@@ -1,14 +1,14 @@
 // Command quickstart is the README's quickstart: orders of 1,000 or more,
-// keyed by customer, from "orders" to "big-orders", exactly once.
+// keyed by customer, from "orders" to "big-orders", exactly once. Its main
+// is the app kit's: `quickstart run --brokers 127.0.0.1:9092
+// --instance-id r1` runs a replica until SIGINT or SIGTERM, `quickstart
+// describe` prints the graph, `quickstart verify` checks the output.
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
 	"strings"
 
-	"github.com/onceflow/onceflow/processor"
+	"github.com/onceflow/onceflow/app"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -31,18 +31,4 @@ func BigOrders() *topology.Topology {
 	return t
 }
 
-func main() {
-	p, err := processor.New(processor.Config{
-		Brokers:       []string{"127.0.0.1:9092"},
-		ApplicationID: "big-orders",
-		InstanceID:    os.Getenv("HOSTNAME"), // stable per replica, unique among live ones
-	}, BigOrders())
-	if err != nil {
-		panic(err) // every configuration and topology problem, joined
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := p.Run(ctx); err != nil { // commits or aborts, leaves the group
-		panic(err)
-	}
-}
+func main() { app.Main(BigOrders()) }

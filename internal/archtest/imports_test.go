@@ -33,7 +33,7 @@ type onlyDirect struct {
 
 // publicPackages are the packages a user imports. sinks does not exist yet;
 // the rule holds for it from its first commit.
-var publicPackages = []string{"topology/...", "serde/...", "processor/...", "statestore/...", "sinks/..."}
+var publicPackages = []string{"topology/...", "serde/...", "processor/...", "statestore/...", "sinks/...", "app/..."}
 
 var forbidden = []forbid{
 	{
@@ -107,7 +107,7 @@ func TestImportRules(t *testing.T) {
 
 // userPrograms are programs written as a user would, on the public API
 // only: of the module, they and their tests import public packages alone.
-var userPrograms = []string{"examples/mergecount"}
+var userPrograms = []string{"examples/mergecount", "examples/quickstart"}
 
 // TestUserProgramsUsePublicAPI: what a user program proves (replicas
 // count a merge exactly) is proven for users only if it reaches no

@@ -199,3 +199,14 @@ func (d *decoder) tasks() []Task {
 	}
 	return ts
 }
+
+// AssignedTasks decodes the tasks of one member's assignment from its
+// user data (what the task assignor's leader sent it), for tools that
+// describe a group.
+func AssignedTasks(userData []byte) ([]Task, error) {
+	a, err := decodeAssignment(userData)
+	if err != nil {
+		return nil, err
+	}
+	return a.Tasks, nil
+}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"crypto/tls"
@@ -22,8 +22,8 @@ type SecurityFlags struct {
 	TLSInsecureSkipVerify bool   `name:"tls-insecure-skip-verify" help:"Do not verify the brokers' certificates (testing only)."`
 }
 
-// tlsConfig builds the TLS configuration, or nil for plaintext.
-func (f SecurityFlags) tlsConfig() (*tls.Config, error) {
+// TLSConfig builds the TLS configuration, or nil for plaintext.
+func (f SecurityFlags) TLSConfig() (*tls.Config, error) {
 	if !f.TLS {
 		if f.TLSCA != "" || f.TLSCert != "" || f.TLSKey != "" || f.TLSInsecureSkipVerify {
 			return nil, errors.New("--tls-ca, --tls-cert, --tls-key and --tls-insecure-skip-verify need --tls")

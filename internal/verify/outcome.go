@@ -1,0 +1,314 @@
+package verify
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+)
+
+// Headers the outcome check reads besides SourceHeader. They are the
+// engine's: a rejection's reason and node, a window result rejected as
+// itself, and an outbox record's idempotency key.
+const (
+	rejectReasonHeader = "onceflow-reject-reason"
+	rejectNodeHeader   = "onceflow-reject-node"
+	rejectRecordHeader = "onceflow-reject-record"
+	idempotencyHeader  = "onceflow-idempotency-key"
+	punctuatorLineage  = "punctuator/"
+)
+
+// Spec says what an outcome check reads: the topics of one application.
+type Spec struct {
+	// Inputs are the topics the application consumes (not its repartition
+	// or through topics).
+	Inputs []string `json:"inputs"`
+	// Outputs are the topics it writes, outbox topics included.
+	Outputs []string `json:"outputs"`
+	// Windowed are the outputs (among Outputs) written downstream of a
+	// windowed aggregation: a window's result names the record that
+	// closed the window, not an input of its own, so these records are
+	// counted apart and give no input an outcome.
+	Windowed []string `json:"windowed,omitempty"`
+	// Rejected is the application's rejected-records topic
+	// ("<app-id>-rejected"); empty: none. A topic not yet created reads
+	// as empty.
+	Rejected string `json:"rejected,omitempty"`
+	// MayDrop are the inputs whose records may rightly have no outcome:
+	// every path from them to an output passes a stage that may forward
+	// nothing (a filter, a flat-map, a process stage) or a windowed
+	// aggregation.
+	MayDrop []string `json:"may_drop,omitempty"`
+}
+
+// TopicCount is what one output topic held.
+type TopicCount struct {
+	Topic string `json:"topic"`
+	// Records are its committed data records.
+	Records int `json:"records"`
+	// Windowed and Punctuated are its records counted apart: results of a
+	// windowed aggregation, outputs of a punctuator.
+	Windowed   int `json:"windowed,omitempty"`
+	Punctuated int `json:"punctuated,omitempty"`
+	// Unexpected are its records whose lineage names no committed input.
+	Unexpected int `json:"unexpected,omitempty"`
+}
+
+// OutcomeReport is the outcome of an outcome check: every committed input
+// record has an outcome (outputs that name it in their lineage, however
+// many and whatever their values, or a rejection), and no outcome twice.
+type OutcomeReport struct {
+	// Input counts the committed input records, Output the output records
+	// and Rejections the records of the rejected topic.
+	Input      int `json:"input"`
+	Output     int `json:"output"`
+	Rejections int `json:"rejections"`
+	// WithOutput counts inputs with at least one output; RejectedOnly
+	// those whose only outcome is a rejection.
+	WithOutput   int `json:"with_output"`
+	RejectedOnly int `json:"rejected_only"`
+	// Missing counts inputs without an outcome on a topic whose records
+	// always have one; NoOutcome those on a topic that may drop records
+	// (Spec.MayDrop), which do not fail the check.
+	Missing   int `json:"missing"`
+	NoOutcome int `json:"no_outcome"`
+	// Doubled counts inputs with an outcome twice (the same output, or the
+	// same rejection, more than once); Extra the copies beyond the first.
+	Doubled int `json:"doubled"`
+	Extra   int `json:"extra"`
+	// Unexpected counts outputs and rejections whose lineage is missing,
+	// invalid, or names no committed record of an input topic.
+	Unexpected int `json:"unexpected"`
+	// Windowed and Punctuated count the outputs reported apart (they
+	// have no single input); WindowedDoubled the windowed results written
+	// more than once (same topic, key, value and lineage).
+	Windowed        int `json:"windowed"`
+	WindowedDoubled int `json:"windowed_doubled"`
+	Punctuated      int `json:"punctuated"`
+	// Topics are the output topics' counts.
+	Topics []TopicCount `json:"topics"`
+	// OK is true when nothing is missing, doubled or unexpected.
+	OK bool `json:"ok"`
+}
+
+// String is a short summary: one line of counts and a verdict.
+func (r OutcomeReport) String() string {
+	verdict := "ok: every input has its outcome once"
+	if r.NoOutcome > 0 {
+		verdict = "ok: every input that must have an outcome has it once"
+	}
+	if !r.OK {
+		verdict = "FAILED"
+	}
+	s := fmt.Sprintf("input %d, output %d, rejections %d: with output %d, rejected only %d, missing %d, doubled %d, unexpected %d",
+		r.Input, r.Output, r.Rejections, r.WithOutput, r.RejectedOnly, r.Missing, r.Doubled, r.Unexpected)
+	if r.NoOutcome > 0 {
+		s += fmt.Sprintf(", no outcome %d (topics that may drop records)", r.NoOutcome)
+	}
+	if r.Windowed > 0 || r.Punctuated > 0 {
+		s += fmt.Sprintf("; apart: windowed %d (doubled %d), punctuated %d", r.Windowed, r.WindowedDoubled, r.Punctuated)
+	}
+	return s + ": " + verdict
+}
+
+// Outcomes reads the topics of spec read_committed to their ends and
+// checks them with MatchOutcomes. extra are client options, as for ReadAll.
+func Outcomes(ctx context.Context, brokers []string, spec Spec, extra ...kgo.Opt) (OutcomeReport, error) {
+	if len(spec.Inputs) == 0 || len(spec.Outputs) == 0 && spec.Rejected == "" {
+		return OutcomeReport{}, errors.New("verify: no input topic, or neither an output nor a rejected topic")
+	}
+	in := make([][]Record, len(spec.Inputs))
+	out := make([][]Record, len(spec.Outputs))
+	var rejected []Record
+	g, gctx := errgroup.WithContext(ctx)
+	for i, topic := range spec.Inputs {
+		g.Go(func() (err error) {
+			in[i], err = ReadAll(gctx, brokers, topic, extra...)
+			return err
+		})
+	}
+	for i, topic := range spec.Outputs {
+		g.Go(func() (err error) {
+			out[i], err = ReadAll(gctx, brokers, topic, extra...)
+			return err
+		})
+	}
+	if spec.Rejected != "" {
+		g.Go(func() (err error) {
+			rejected, err = ReadAll(gctx, brokers, spec.Rejected, extra...)
+			if errors.Is(err, ErrTopicNotFound) {
+				return nil // created with the first replica; none yet
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return OutcomeReport{}, err
+	}
+	return MatchOutcomes(spec, slices.Concat(in...), slices.Concat(out...), rejected), nil
+}
+
+// inputKey names one input record.
+type inputKey struct {
+	topic     string
+	partition int32
+	offset    int64
+}
+
+// MatchOutcomes matches the committed records of spec's output topics and
+// of its rejected topic to its input records by their SourceHeader. It is
+// pure. An outcome is one output record (its topic, partition, key, value
+// and idempotency key, the lineage it names) or one rejection (its reason,
+// node, key and value); the same outcome twice is a double. A fan-out that
+// writes the same record twice for one input, or a gate that rejects two
+// identical records of one fan-out, reads as a double too.
+func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
+	rep := OutcomeReport{Input: len(in), Output: len(out), Rejections: len(rejected)}
+	inputs := make(map[string]bool, len(spec.Inputs))
+	for _, t := range spec.Inputs {
+		inputs[t] = true
+	}
+	windowed := map[string]bool{}
+	for _, t := range spec.Windowed {
+		windowed[t] = true
+	}
+	known := make(map[inputKey]bool, len(in))
+	for _, r := range in {
+		known[inputKey{r.Topic, r.Partition, r.Offset}] = true
+	}
+	type outcomes struct {
+		outputs, rejections int
+		seen                map[string]int
+	}
+	of := make(map[inputKey]*outcomes, len(in))
+	windowSeen := map[string]int{}
+	topics := map[string]*TopicCount{}
+	for _, t := range spec.Outputs {
+		topics[t] = &TopicCount{Topic: t}
+	}
+	// lineage classifies a record by its SourceHeader: a punctuator's, an
+	// input record's, or neither (unexpected).
+	lineage := func(r Record) (k inputKey, punctuated, ok bool) {
+		src := r.Headers[SourceHeader]
+		if strings.HasPrefix(src, punctuatorLineage) {
+			return inputKey{}, true, false
+		}
+		topic, p, o, parsed := ParseSource(src)
+		k = inputKey{topic, p, o}
+		return k, false, parsed && inputs[topic] && known[k]
+	}
+	add := func(k inputKey, sig string, rejection bool) {
+		o := of[k]
+		if o == nil {
+			o = &outcomes{seen: map[string]int{}}
+			of[k] = o
+		}
+		if rejection {
+			o.rejections++
+		} else {
+			o.outputs++
+		}
+		o.seen[sig]++
+	}
+	for _, r := range out {
+		tc := topics[r.Topic]
+		if tc == nil {
+			tc = &TopicCount{Topic: r.Topic}
+			topics[r.Topic] = tc
+		}
+		tc.Records++
+		k, punctuated, ok := lineage(r)
+		switch {
+		case punctuated:
+			tc.Punctuated++
+			rep.Punctuated++
+		case !ok:
+			tc.Unexpected++
+			rep.Unexpected++
+		case windowed[r.Topic]:
+			tc.Windowed++
+			rep.Windowed++
+			windowSeen[signature(r.Topic, r.Partition, r.Key, r.Value, r.Headers[SourceHeader])]++
+		default:
+			add(k, signature(r.Topic, r.Partition, r.Key, r.Value, r.Headers[idempotencyHeader]), false)
+		}
+	}
+	for _, r := range rejected {
+		k, punctuated, ok := lineage(r)
+		switch {
+		case punctuated:
+			rep.Punctuated++
+		case r.Headers[rejectRecordHeader] != "":
+			// A window's result rejected as itself: it is not its
+			// lineage's input record.
+			rep.Windowed++
+		case !ok:
+			rep.Unexpected++
+		default:
+			add(k, signature("", 0, r.Key, r.Value, r.Headers[rejectReasonHeader], r.Headers[rejectNodeHeader]), true)
+		}
+	}
+	mayDrop := map[string]bool{}
+	for _, t := range spec.MayDrop {
+		mayDrop[t] = true
+	}
+	for k := range known {
+		o := of[k]
+		switch {
+		case o == nil && mayDrop[k.topic]:
+			rep.NoOutcome++
+			continue
+		case o == nil:
+			rep.Missing++
+			continue
+		case o.outputs > 0:
+			rep.WithOutput++
+		default:
+			rep.RejectedOnly++
+		}
+		doubled := false
+		for _, n := range o.seen {
+			if n > 1 {
+				doubled = true
+				rep.Extra += n - 1
+			}
+		}
+		if doubled {
+			rep.Doubled++
+		}
+	}
+	for _, n := range windowSeen {
+		if n > 1 {
+			rep.WindowedDoubled += n - 1
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(topics)) {
+		rep.Topics = append(rep.Topics, *topics[t])
+	}
+	rep.OK = rep.Missing == 0 && rep.Doubled == 0 && rep.Unexpected == 0 && rep.WindowedDoubled == 0
+	return rep
+}
+
+// signature is one outcome's identity: its parts, each prefixed by its
+// length so that no two lists of parts read alike.
+func signature(topic string, partition int32, key, value []byte, more ...string) string {
+	var b []byte
+	part := func(p []byte) {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+	}
+	part([]byte(topic))
+	b = binary.AppendVarint(b, int64(partition))
+	part(key)
+	part(value)
+	for _, m := range more {
+		part([]byte(m))
+	}
+	return string(b)
+}
