@@ -27,11 +27,6 @@ test-long:
 	@scripts/test-tagged.sh long
 	@scripts/test-tagged.sh long-norace
 
-# The tests too slow for make test (processes driven end to end, builds of
-# user binaries): the packages with files of the long build tag, with them.
-test-long:
-	$(GO) test -race -count=1 -tags long $$(grep -rl --include='*_test.go' '^//go:build long' . | xargs -n1 dirname | sort -u)
-
 # staticcheck runs at a pinned version through `go run pkg@version`: that
 # exact version, verified against the checksum database, built with its own
 # go.mod. It stays out of our go.mod, where a `tool` directive would add its
