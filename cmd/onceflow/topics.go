@@ -10,7 +10,7 @@ import (
 // TopicsCmd is `onceflow topics`.
 type TopicsCmd struct {
 	Create   TopicsCreateCmd   `cmd:"" help:"Create a topic."`
-	List     TopicsListCmd     `cmd:"" help:"List topics; internal ones (Kafka's, and applications' repartition, changelog and rejected topics) are marked."`
+	List     TopicsListCmd     `cmd:"" help:"List topics; internal ones (Kafka's, and applications' repartition, changelog, rejected, outbox, dead-letter and ledger topics) are marked."`
 	Describe TopicsDescribeCmd `cmd:"" help:"Describe a topic: partitions, leaders, replicas, offsets, and configs that are not defaults."`
 }
 
