@@ -24,3 +24,8 @@ func TestResetCommandOnRealKafka(t *testing.T) {
 	brokers, prefix := kafkaBrokers(t)
 	resetScenario(t, brokers, prefix)
 }
+
+func TestTopicsDeleteCommandOnRealKafka(t *testing.T) {
+	brokers, prefix := kafkaBrokers(t)
+	topicsDeleteScenario(t, brokers, prefix)
+}

@@ -37,7 +37,10 @@ func Connect(ctx context.Context, brokers []string, extra ...kgo.Opt) (*Admin, e
 	if len(brokers) == 0 {
 		return nil, errors.New("topics: no brokers given")
 	}
-	cl, err := kgo.NewClient(append(clientcfg.Options(brokers, "onceflow-topics", nil), extra...)...)
+	// A short metadata age: the client answers metadata requests from a
+	// cache (5 s by default), which would list a deleted topic as long.
+	opts := append(clientcfg.Options(brokers, "onceflow-topics", nil), kgo.MetadataMinAge(50*time.Millisecond))
+	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("topics: client: %w", err)
 	}
