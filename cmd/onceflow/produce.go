@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	kit "github.com/onceflow/onceflow/internal/cli"
 	"github.com/onceflow/onceflow/internal/gen"
 )
 
@@ -23,7 +24,7 @@ type ProduceCmd struct {
 	Partitions    int    `name:"partitions" default:"6" help:"Partitions of the topic when it is created."`
 	Keys          int    `name:"keys" default:"1000" help:"Distinct keys (not with --example)."`
 	ValueSize     int    `name:"value-size" default:"0" help:"Pad values to this many bytes (0: short values; not with --example). Above about 1 MiB the topic needs a raised max.message.bytes (--topic-config)."`
-	NoProgress    bool   `name:"no-progress" help:"Do not show a progress bar on stderr."`
+	NoProgress    bool   `name:"no-progress" help:"Do not show a progress bar on stderr (none is shown when stderr is not a terminal)."`
 
 	TopicConfig map[string]string `name:"topic-config" placeholder:"KEY=VALUE" help:"Config of the topic when it is created, e.g. max.message.bytes=4194304 (repeatable; not with --example)."`
 
@@ -76,8 +77,8 @@ func (c *ProduceCmd) Run(env *Env) error {
 		return c.runFrom(env, opts)
 	}
 	var progress io.Writer = env.Stderr
-	if c.NoProgress {
-		progress = nil
+	if c.NoProgress || !kit.IsTerminal(env.Stderr) {
+		progress = nil // no bar frames in a pipe or a log file
 	}
 	if c.Example == "orders" {
 		return c.runOrders(env, progress, opts)
