@@ -29,3 +29,8 @@ func TestTopicsDeleteCommandOnRealKafka(t *testing.T) {
 	brokers, prefix := kafkaBrokers(t)
 	topicsDeleteScenario(t, brokers, prefix)
 }
+
+func TestProduceRateOnRealKafka(t *testing.T) {
+	brokers, prefix := kafkaBrokers(t)
+	produceRateScenario(t, brokers, prefix)
+}
