@@ -100,7 +100,7 @@ func resetScenario(t *testing.T, brokers, prefix string) {
 		}
 	}
 	code, _, stderr = cli(t, ctx, args...)
-	if code != exitError || !strings.Contains(stderr, "reset: the application is running: group \""+app+"\"") {
+	if code != exitError || !strings.Contains(stderr, "onceflow reset: the application is running: group \""+app+"\"") {
 		t.Errorf("with a member: exit %d, stderr %q", code, stderr)
 	}
 	member.Close() // leaves the group
@@ -116,7 +116,7 @@ func resetScenario(t *testing.T, brokers, prefix string) {
 	}
 	code, _, stderr = cli(t, ctx, args...)
 	lock.Release()
-	if code != exitError || !strings.Contains(stderr, fmt.Sprintf("reset: state dir in use by another process (pid %d)", os.Getpid())) {
+	if code != exitError || !strings.Contains(stderr, fmt.Sprintf("onceflow reset: state dir in use by another process (pid %d)", os.Getpid())) {
 		t.Errorf("with the state dir held: exit %d, stderr %q", code, stderr)
 	}
 

@@ -57,7 +57,7 @@ func topicsDeleteScenario(t *testing.T, brokers, prefix string) {
 		}
 	}
 	code, _, stderr = cli(t, ctx, "topics", "delete", "-b", brokers, changelog, "--yes")
-	if code != exitError || !strings.Contains(stderr, `topics: internal topic of a running application: "`+changelog+`" is a changelog topic of application "`+app+`"`) ||
+	if code != exitError || !strings.Contains(stderr, `onceflow topics delete: internal topic of a running application: "`+changelog+`" is a changelog topic of application "`+app+`"`) ||
 		!topicsExist(t, ctx, adm, changelog) {
 		t.Fatalf("internal topic of a running app: exit %d, stderr %q", code, stderr)
 	}
@@ -66,7 +66,7 @@ func topicsDeleteScenario(t *testing.T, brokers, prefix string) {
 		t.Fatalf("--force: exit %d, stderr %q", code, stderr)
 	}
 	code, _, stderr = cli(t, ctx, "topics", "delete", "-b", brokers, prefix+"nope", "--yes")
-	if code != exitError || !strings.Contains(stderr, `topics: topic does not exist: "`+prefix+`nope"`) {
+	if code != exitError || !strings.Contains(stderr, `onceflow topics delete: topic does not exist: "`+prefix+`nope"`) {
 		t.Fatalf("missing topic: exit %d, stderr %q", code, stderr)
 	}
 }
