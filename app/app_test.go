@@ -79,9 +79,9 @@ func TestPickTopology(t *testing.T) {
 		want string
 	}{
 		{[]string{"describe", "other"}, 0, "other"},
-		{[]string{"describe"}, 2, "team: name the topology: one of lengths, other"},
-		{[]string{"describe", "nope"}, 2, `team: no topology "nope": one of lengths, other`},
-		{[]string{"run", "nope", "-b", "127.0.0.1:1", "--instance-id", "r1"}, 2, `team: no topology "nope"`},
+		{[]string{"describe"}, 2, "team describe: name the topology: one of lengths, other"},
+		{[]string{"describe", "nope"}, 2, `team describe: no topology "nope": one of lengths, other`},
+		{[]string{"run", "nope", "-b", "127.0.0.1:1", "--instance-id", "r1"}, 2, `team run: no topology "nope"`},
 		{[]string{"run", "lengths"}, 2, "--brokers"},
 	} {
 		code, stdout, stderr := runApp(context.Background(), c, tc.args...)

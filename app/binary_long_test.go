@@ -119,7 +119,8 @@ func TestQuickstartBinary(t *testing.T) {
 	case <-time.After(stopBound + 5*time.Second):
 		t.Fatalf("run did not stop within %v of SIGTERM:\n%s", stopBound, stderr.String())
 	}
-	if want := fmt.Sprintf("quickstart: r1 stopped: 300 in, %d out", big); !strings.Contains(stderr.String(), want) {
+	// JSON logs: the closing summary is a JSON line too.
+	if want := fmt.Sprintf(`"@message":"r1 stopped: 300 in, %d out`, big); !strings.Contains(stderr.String(), want) {
 		t.Errorf("no closing summary %q:\n%s", want, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), `"@message":"replica stopping"`) {

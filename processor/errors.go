@@ -6,6 +6,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/statedir"
 )
 
 // Errors Run returns, for callers to branch on with errors.Is. Each says
@@ -51,6 +52,10 @@ var (
 	// and returned; the clients close in the background. Retryable: the
 	// next run aborts whatever the replica left open.
 	ErrStopTimeout = errors.New("processor: stop did not finish within its bound")
+	// ErrStateDirInUse: another process holds Config.StateDir (the error
+	// names its pid). Retryable once that process stops; give each
+	// replica its own directory.
+	ErrStateDirInUse = errors.New("processor: state dir in use by another process")
 )
 
 // kinds maps the runtime's errors to the public ones.
@@ -67,6 +72,7 @@ var kinds = []struct {
 	{kafka.ErrExpiring, ErrRetention, false},
 	{engine.ErrNotCopartitioned, ErrNotCopartitioned, false},
 	{engine.ErrStopTimeout, ErrStopTimeout, true},
+	{statedir.ErrInUse, ErrStateDirInUse, true},
 }
 
 // Retryable reports whether err, returned by Run, may not recur when Run is

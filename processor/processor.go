@@ -17,6 +17,7 @@ import (
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/statedir"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"
 	"golang.org/x/sync/errgroup"
@@ -285,6 +286,15 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 // The sink runner runs beside the engine (alone with Config.OnlySinks);
 // the first of the two to fail stops the other.
 func (p *Processor) Run(ctx context.Context) error {
+	if p.cfg.StateDir != "" {
+		// One process at a time on a state dir: a second replica (or a
+		// reset) is told who holds it, before any store is opened.
+		lock, err := statedir.Acquire(p.cfg.StateDir)
+		if err != nil {
+			return publicError(err)
+		}
+		defer lock.Release()
+	}
 	if p.cfg.OnlySinks {
 		return publicError(p.run.Run(ctx))
 	}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/serde"
@@ -48,7 +49,11 @@ func ToSink[K, V any](s Stream[K, V], name string, sink sinks.Sink, payload serd
 		return
 	}
 	t := s.t
-	checkStageName(t, "to sink", name)
+	if strings.TrimSpace(name) == "" {
+		t.errorf("to sink: name is empty: a sink needs a name that stays the same across releases (its outbox, dead-letter and ledger topics are named after it)")
+	} else if err := checkName(name); err != nil {
+		t.errorf("to sink %q: %v (it names the outbox \"<application id>-sink-%s\" and its dead-letter and ledger topics)", name, err, name)
+	}
 	if sink == nil {
 		t.errorf("to sink %q: sink is nil", name)
 	}

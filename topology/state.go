@@ -62,11 +62,15 @@ func Store[K, V any](t *Topology, name string, kc serde.Codec[K], vc serde.Codec
 	if t == nil {
 		return KeyValueStore[K, V]{}
 	}
-	if err := checkTopic(name); err != nil {
-		t.errorf("store: %v", err)
-	}
+	return declareStore(t, "store", name, kc, vc)
+}
+
+// declareStore declares a key-value store for op (Store, or a stage that
+// keeps one), whose errors name op.
+func declareStore[K, V any](t *Topology, op, name string, kc serde.Codec[K], vc serde.Codec[V]) KeyValueStore[K, V] {
+	checkStageName(t, op, name)
 	if kc == nil || vc == nil {
-		t.errorf("store %q: codecs must not be nil", name)
+		t.errorf("%s %q: codecs must not be nil", op, name)
 	}
 	if t.stores == nil {
 		t.stores = map[string]bool{}
@@ -299,8 +303,8 @@ func LatestVersion[K, V any](s Stream[K, V], name string, fn func(K, V) (entity 
 func checkStageName(t *Topology, op, name string) {
 	if strings.TrimSpace(name) == "" {
 		t.errorf("%s: name is empty: a stateful stage needs a name that stays the same across releases (its state and changelog are bound to it)", op)
-	} else if err := checkTopic(name); err != nil {
-		t.errorf("%s: name: %v (it names the changelog topic)", op, err)
+	} else if err := checkName(name); err != nil {
+		t.errorf("%s %q: %v (it names the changelog topic \"<application id>-%s-changelog\")", op, name, err, name)
 	}
 }
 
@@ -322,7 +326,7 @@ func Reduce[K, V, A any](s Stream[K, V], name string, kc serde.Codec[K], ac serd
 		checkStageName(s.t, "reduce", name)
 		return Stream[K, A]{}
 	}
-	store := Store(s.t, name, kc, ac)
+	store := declareStore(s.t, "reduce", name, kc, ac)
 	out := Process(s, name, func(ctx Context[K, A], r Record[K, V]) error {
 		acc, ok, err := store.Get(ctx, r.Key)
 		if err != nil {

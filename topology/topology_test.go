@@ -279,7 +279,7 @@ func TestValidate(t *testing.T) {
 			in := topology.Source(tp, "in", serde.String(), serde.Int64())
 			topology.To(topology.Dedup(in, "my ids", topology.EventIDHeader("id"), time.Hour), "out", serde.String(), serde.Int64())
 		}, []string{
-			`topology: dedup: name: topic name "my ids" has ' '`,
+			`topology: dedup "my ids": name has ' '`,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/graph"
@@ -26,6 +27,25 @@ func checkTopic(topic string) error {
 	for _, r := range topic {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
 			return fmt.Errorf("topic name %q has %q: only ASCII letters, digits, '.', '_' and '-' are allowed", topic, r)
+		}
+	}
+	return nil
+}
+
+// checkName checks a stage's or store's name as the part of topic names
+// it becomes: its error speaks of the name, not of a topic.
+func checkName(name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return errors.New("name is empty")
+	case name == "." || name == "..":
+		return fmt.Errorf("name %q is not allowed", name)
+	case len(name) > 200:
+		return fmt.Errorf("name is %d characters, at most 200 (the topics it names need room for the application id)", len(name))
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("name has %q: only ASCII letters, digits, '.', '_' and '-' are allowed", r)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	kit "github.com/onceflow/onceflow/internal/cli"
 	"github.com/onceflow/onceflow/internal/demo"
 )
 
@@ -20,7 +21,7 @@ type DemoCmd struct {
 // Run runs the demo; exit 0 only when exactly-once held.
 func (c *DemoCmd) Run(env *Env) error {
 	res, err := demo.Run(env.Ctx, demo.Config{Records: c.Records, Replicas: c.Replicas, Rate: c.Rate, KeepLogs: c.KeepLogs,
-		PG: c.PG, Progress: env.Stderr, Logger: env.Logger})
+		PG: c.PG, Progress: env.Stderr, PlainProgress: !kit.IsTerminal(env.Stderr), Logger: env.Logger})
 	if err != nil {
 		return err
 	}

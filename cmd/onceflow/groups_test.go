@@ -46,7 +46,7 @@ func TestGroupsDescribeCommand(t *testing.T) {
 		t.Errorf("text: exit %d, stdout %q", code, stdout)
 	}
 	code, _, stderr = cli(t, ctx, "groups", "describe", "-b", brokers, "nope")
-	if code != exitError || !strings.Contains(stderr, `groups: no such group: "nope"`) {
+	if code != exitError || !strings.Contains(stderr, `onceflow groups describe: no such group: "nope"`) {
 		t.Errorf("a missing group: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -42,6 +42,9 @@ func (c *LagCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
+	if p.NoGroup {
+		return fmt.Errorf("%w: %q (no members, no committed offsets)", verify.ErrNoGroup, c.Group)
+	}
 	if c.JSON {
 		b, _ := json.Marshal(struct {
 			verify.Progress

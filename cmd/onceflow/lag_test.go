@@ -83,3 +83,21 @@ func TestLagOnTransactionalTopic(t *testing.T) {
 		t.Errorf("committed: exit %d, %q", code, out)
 	}
 }
+
+// lag for a group that does not exist says so and exits 2 (it printed a
+// lag of every record, exit 0); with --wait it waits, then says so, exit
+// 2.
+func TestLagForAMissingGroup(t *testing.T) {
+	brokers := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if code, _, stderr := cli(t, ctx, "produce", "-b", brokers, "-t", "in", "-n", "10", "--partitions", "1"); code != exitOK {
+		t.Fatalf("produce: %s", stderr)
+	}
+	for _, extra := range [][]string{nil, {"--wait", "300ms"}} {
+		code, stdout, stderr := cli(t, ctx, append([]string{"lag", "-b", brokers, "-g", "nope", "-t", "in"}, extra...)...)
+		if code != exitError || stdout != "" || !strings.Contains(stderr, `onceflow lag: no such group: "nope"`) {
+			t.Errorf("lag %v for a missing group: exit %d, stdout %q, stderr %q", extra, code, stdout, stderr)
+		}
+	}
+}

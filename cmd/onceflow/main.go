@@ -26,6 +26,7 @@ type CLI struct {
 	Lag          LagCmd          `cmd:"" help:"Show (or wait for) a group's committed progress through a topic."`
 	Groups       GroupsCmd       `cmd:"" help:"Describe consumer groups: offsets, lag and owner per partition, tasks per member."`
 	Consume      ConsumeCmd      `cmd:"" help:"Print a topic's records as JSON lines (read_committed or not, keys and values decoded, headers, from an offset or a time); --rejected APP-ID for an application's rejected records with their reasons."`
+	Reset        ResetCmd        `cmd:"" help:"Reset an application: input offsets to earliest, latest or a time; its repartition and changelog topics deleted; a state dir wiped. Refused while it runs."`
 	Bench        BenchCmd        `cmd:"" help:"Measure a workload in exactly-once and at-least-once mode (and the peers) on one broker."`
 	BenchTargets BenchTargetsCmd `cmd:"" name:"bench-targets" help:"Write TARGETS.md of a full benchmark run's directory (scripts/bench-full.sh): every performance target with its measured ratio, met or not met."`
 	BenchSinks   BenchSinksCmd   `cmd:"" name:"bench-sinks" help:"Measure the sink runner: HTTP deliveries/s to a receiver answering after a delay, at several parallelisms."`

@@ -33,7 +33,8 @@ func (c *ProbeCmd) Run(env *Env) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode/100 != 2 {
-		fmt.Fprintf(env.Stderr, "%s: %s: %s\n", c.URL, resp.Status, strings.TrimSpace(string(body)))
+		reason := strings.TrimSpace(string(body))
+		env.Summary(fmt.Sprintf("%s: %s: %s", c.URL, resp.Status, reason), "url", c.URL, "status", resp.StatusCode, "body", reason)
 		return errCheckFailed
 	}
 	fmt.Fprintf(env.Stdout, "%s", body)

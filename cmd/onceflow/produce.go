@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	kit "github.com/onceflow/onceflow/internal/cli"
 	"github.com/onceflow/onceflow/internal/gen"
 )
 
@@ -16,14 +17,15 @@ import (
 type ProduceCmd struct {
 	ToolFlags `embed:""`
 
-	Topic         string `name:"topic" short:"t" required:"" help:"Topic to write (created when missing)."`
-	From          string `name:"from" placeholder:"FILE|-" help:"Write your own records from FILE (- for standard input), one JSON object a line: {\"key\": \"k\", \"value\": \"text\", \"headers\": {\"h\": \"v\"}, \"partition\": 0, \"timestamp\": \"2024-05-01T12:00:00Z\"}; value_b64 or value_json instead of value, key_b64 instead of key (see the README)."`
-	Transactional bool   `name:"transactional" help:"With --from: write every record in one transaction (a read_committed reader sees all or none). Default: the idempotent producer."`
-	Records       int    `name:"records" short:"n" help:"How many generated records to write (with --example, injected ones included). Required without --from."`
-	Partitions    int    `name:"partitions" default:"6" help:"Partitions of the topic when it is created."`
-	Keys          int    `name:"keys" default:"1000" help:"Distinct keys (not with --example)."`
-	ValueSize     int    `name:"value-size" default:"0" help:"Pad values to this many bytes (0: short values; not with --example). Above about 1 MiB the topic needs a raised max.message.bytes (--topic-config)."`
-	NoProgress    bool   `name:"no-progress" help:"Do not show a progress bar on stderr."`
+	Topic         string  `name:"topic" short:"t" required:"" help:"Topic to write (created when missing)."`
+	From          string  `name:"from" placeholder:"FILE|-" help:"Write your own records from FILE (- for standard input), one JSON object a line: {\"key\": \"k\", \"value\": \"text\", \"headers\": {\"h\": \"v\"}, \"partition\": 0, \"timestamp\": \"2024-05-01T12:00:00Z\"}; value_b64 or value_json instead of value, key_b64 instead of key (see the README)."`
+	Transactional bool    `name:"transactional" help:"With --from: write every record in one transaction (a read_committed reader sees all or none). Default: the idempotent producer."`
+	Records       int     `name:"records" short:"n" help:"How many generated records to write (with --example, injected ones included). Required without --from."`
+	Partitions    int     `name:"partitions" default:"6" help:"Partitions of the topic when it is created."`
+	Keys          int     `name:"keys" default:"1000" help:"Distinct keys (not with --example)."`
+	ValueSize     int     `name:"value-size" default:"0" help:"Pad values to this many bytes (0: short values; not with --example). Above about 1 MiB the topic needs a raised max.message.bytes (--topic-config)."`
+	Rate          float64 `name:"rate" placeholder:"N" help:"Generated records a second at most (0: as fast as the broker takes them; not with --from). On a terminal the progress bar shows the rate reached."`
+	NoProgress    bool    `name:"no-progress" help:"Do not show a progress bar on stderr (none is shown when stderr is not a terminal)."`
 
 	TopicConfig map[string]string `name:"topic-config" placeholder:"KEY=VALUE" help:"Config of the topic when it is created, e.g. max.message.bytes=4194304 (repeatable; not with --example)."`
 
@@ -46,6 +48,12 @@ func (c *ProduceCmd) Validate() error {
 		errs = append(errs, errors.New("--records (above 0) or --from is required"))
 	case c.From == "" && c.Transactional:
 		errs = append(errs, errors.New("--transactional needs --from"))
+	}
+	if c.Rate < 0 {
+		errs = append(errs, errors.New("--rate must not be negative"))
+	}
+	if c.Rate > 0 && c.From != "" {
+		errs = append(errs, errors.New("--rate paces generated records: not with --from"))
 	}
 	if c.Example == "" {
 		for _, f := range []struct {
@@ -76,8 +84,8 @@ func (c *ProduceCmd) Run(env *Env) error {
 		return c.runFrom(env, opts)
 	}
 	var progress io.Writer = env.Stderr
-	if c.NoProgress {
-		progress = nil
+	if c.NoProgress || !kit.IsTerminal(env.Stderr) {
+		progress = nil // no bar frames in a pipe or a log file
 	}
 	if c.Example == "orders" {
 		return c.runOrders(env, progress, opts)
@@ -91,6 +99,7 @@ func (c *ProduceCmd) Run(env *Env) error {
 		Keys:          c.Keys,
 		ValueSize:     c.ValueSize,
 		TopicConfigs:  c.TopicConfig,
+		Rate:          c.Rate,
 		Progress:      progress,
 		Logger:        env.Logger,
 	})
@@ -151,6 +160,7 @@ func (c *ProduceCmd) runOrders(env *Env, progress io.Writer, opts []kgo.Opt) err
 		ConflictRate:   orDefault(c.Conflicts, gen.DefaultConflictRate),
 		OutOfOrderRate: orDefault(c.OutOfOrder, gen.DefaultOutOfOrderRate),
 		Seed:           orDefault(c.Seed, 1),
+		Rate:           c.Rate,
 		Progress:       progress,
 		Logger:         env.Logger,
 	})

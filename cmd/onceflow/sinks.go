@@ -167,7 +167,7 @@ func (c *SinksUnknownListCmd) Run(env *Env) error {
 
 // DLQCmd is `onceflow dlq`.
 type DLQCmd struct {
-	List    DLQListCmd    `cmd:"" help:"List a sink's dead letters."`
+	List    DLQListCmd    `cmd:"" help:"List a sink's dead letters, each with its delivery's current state (redriven ones marked)."`
 	Show    DLQShowCmd    `cmd:"" help:"Show one dead letter, payload included."`
 	Redrive DLQRedriveCmd `cmd:"" help:"Deliver dead letters again (the keys given, or --all), each under its idempotency key (once, with a fresh retry budget)."`
 }
@@ -219,9 +219,22 @@ func (c *DLQListCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	return listing(env, c.JSON, dls, "PARTITION/OFFSET\tIDEMPOTENCY KEY\tCLASS\tATTEMPTS\tERROR", "dead letters", func(d sinkadmin.DeadLetter) string {
-		return fmt.Sprintf("%d/%d\t%s\t%s\t%d\t%s", d.Partition, d.Offset, d.Key, d.Class, d.Attempts, d.Error)
+	return listing(env, c.JSON, dls, "PARTITION/OFFSET\tIDEMPOTENCY KEY\tSTATE\tCLASS\tATTEMPTS\tERROR", "dead letters", func(d sinkadmin.DeadLetter) string {
+		return fmt.Sprintf("%d/%d\t%s\t%s\t%s\t%d\t%s", d.Partition, d.Offset, d.Key, stateNow(d), d.Class, d.Attempts, d.Error)
 	})
+}
+
+// stateNow is a dead letter's state column: the ledger's state, marked
+// when it was redriven; "expired" when the ledger no longer holds it.
+func stateNow(d sinkadmin.DeadLetter) string {
+	s := d.State
+	if s == "" {
+		s = "expired"
+	}
+	if d.Redriven {
+		s += " (redriven)"
+	}
+	return s
 }
 
 // DLQShowCmd is `onceflow dlq show`.
@@ -255,8 +268,8 @@ func (c *DLQShowCmd) Run(env *Env) error {
 	if c.JSON {
 		return json.NewEncoder(env.Stdout).Encode(found)
 	}
-	fmt.Fprintf(env.Stdout, "sink             %s\nat               %d/%d\nidempotency key  %s\nclass            %s\nattempts         %d\nerror            %s\nsource           %s\noutbox record    %s\ntime             %s\nrecord key       %s\npayload          %s\n",
-		found.Sink, found.Partition, found.Offset, found.Key, found.Class, found.Attempts, found.Error, found.Source, found.Outbox,
+	fmt.Fprintf(env.Stdout, "sink             %s\nat               %d/%d\nidempotency key  %s\nstate now        %s\nclass            %s\nattempts         %d\nerror            %s\nsource           %s\noutbox record    %s\ntime             %s\nrecord key       %s\npayload          %s\n",
+		found.Sink, found.Partition, found.Offset, found.Key, stateNow(*found), found.Class, found.Attempts, found.Error, found.Source, found.Outbox,
 		found.Time.UTC().Format("2006-01-02T15:04:05.000Z"), found.RecordKey, found.Payload)
 	return nil
 }

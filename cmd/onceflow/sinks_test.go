@@ -61,7 +61,7 @@ func TestSinksAndDLQCommands(t *testing.T) {
 		{[]string{"sinks", "status"}, []string{"SINK  UNREAD  DELIVERIES  PENDING  SUCCEEDED  FAILED  DEAD-LETTERED  UNKNOWN  IN-FLIGHT", "hook  0       5           0        2          0       1              2        0"}},
 		{[]string{"sinks", "status", "--json"}, []string{`"sink":"hook"`, `"succeeded":2`, `"unknown":2`}},
 		{[]string{"sinks", "unknown", "list", "--sink", "hook"}, []string{"hook:c", "shop-orders/0/7", "no answer", "2 unknown"}},
-		{[]string{"dlq", "list", "--sink", "hook"}, []string{"0/0", "hook:d", "permanent", "status 400", "1 dead letters"}},
+		{[]string{"dlq", "list", "--sink", "hook"}, []string{"0/0", "hook:d", "permanent", "status 400", "1 dead letters", "STATE"}},
 		{[]string{"dlq", "show", "--sink", "hook", "--key", "hook:d"}, []string{"idempotency key  hook:d", `payload          {"order":"o-4"}`}},
 		{[]string{"dlq", "show", "--sink", "hook", "--at", "0/0", "--json"}, []string{`"idempotency_key":"hook:d"`}},
 		{[]string{"dlq", "redrive", "--sink", "hook", "hook:d"}, []string{"redrive of hook:d written to shop-sink-hook/0 at offset 0"}},

@@ -146,7 +146,7 @@ func TestTopicsCommands(t *testing.T) {
 		t.Errorf("describe shows a default config:\n%s", stdout)
 	}
 	code, _, stderr = cli(t, ctx, "topics", "describe", "-b", brokers, "nope")
-	if code != exitError || !strings.Contains(stderr, `topics: topic does not exist: "nope"`) {
+	if code != exitError || !strings.Contains(stderr, `onceflow topics describe: topic does not exist: "nope"`) {
 		t.Fatalf("describe missing topic: exit %d, stderr %q", code, stderr)
 	}
 }

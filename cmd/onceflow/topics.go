@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/onceflow/onceflow/internal/topics"
 )
@@ -10,8 +11,36 @@ import (
 // TopicsCmd is `onceflow topics`.
 type TopicsCmd struct {
 	Create   TopicsCreateCmd   `cmd:"" help:"Create a topic."`
-	List     TopicsListCmd     `cmd:"" help:"List topics; internal ones (Kafka's, and applications' repartition, changelog and rejected topics) are marked."`
+	List     TopicsListCmd     `cmd:"" help:"List topics; internal ones (Kafka's, and applications' repartition, changelog, rejected, outbox, dead-letter and ledger topics) are marked."`
 	Describe TopicsDescribeCmd `cmd:"" help:"Describe a topic: partitions, leaders, replicas, offsets, and configs that are not defaults."`
+	Delete   TopicsDeleteCmd   `cmd:"" help:"Delete topics (with --yes). An application's internal topics are refused while it runs, unless --force."`
+}
+
+// TopicsDeleteCmd is `onceflow topics delete`.
+type TopicsDeleteCmd struct {
+	ToolFlags `embed:""`
+	Topics    []string `arg:"" help:"Topics to delete."`
+	Yes       bool     `name:"yes" help:"Confirm: delete the topics and their records (without it, nothing is deleted)."`
+	Force     bool     `name:"force" help:"Delete an application's internal topics (repartition, changelog, rejected, outbox, dead-letter, ledger) even while its group has members."`
+}
+
+// Run deletes the topics.
+func (c *TopicsDeleteCmd) Run(env *Env) error {
+	if !c.Yes {
+		return fmt.Errorf("deleting %s removes its records for good: add --yes to confirm", strings.Join(c.Topics, ", "))
+	}
+	adm, err := connect(env, c.ToolFlags)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	if err := adm.Delete(env.Ctx, c.Topics, c.Force); err != nil {
+		return err
+	}
+	for _, t := range c.Topics {
+		fmt.Fprintf(env.Stdout, "deleted topic %s\n", t)
+	}
+	return nil
 }
 
 // TopicsCreateCmd is `onceflow topics create`.

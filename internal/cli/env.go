@@ -26,6 +26,12 @@ const (
 type Env struct {
 	// Name is the program's name, the prefix of its messages.
 	Name string
+	// Command is the program's name and the command's path ("onceflow
+	// topics list"): the prefix of the command's error.
+	Command string
+	// JSON is set by --log-format json: every line on stderr is then a
+	// JSON object (see Summary).
+	JSON bool
 	// Ctx ends on SIGINT or SIGTERM.
 	Ctx    context.Context
 	Stdin  io.Reader
@@ -95,18 +101,66 @@ func (f ToolFlags) ClientOptions() ([]kgo.Opt, error) {
 // pass; the command has already printed why.
 var ErrCheckFailed = errors.New("check failed")
 
+// Summary prints a command's closing line on stderr whatever the log
+// level: "<name>: msg" as text, or with --log-format json a JSON object
+// (level info, module the command) with the key/value pairs kv.
+func (e *Env) Summary(msg string, kv ...any) {
+	if e.JSON {
+		jsonLine(e.Stderr, e.Command, hclog.Info, msg, kv...)
+		return
+	}
+	fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, msg)
+}
+
+// jsonLine writes one hclog JSON object on w.
+func jsonLine(w io.Writer, module string, level hclog.Level, msg string, kv ...any) {
+	hclog.New(&hclog.LoggerOptions{Name: module, Level: level, Output: w, JSONFormat: true}).Log(level, msg, kv...)
+}
+
 // Report prints err (unless it is ErrCheckFailed) prefixed by the
-// program's name and returns the exit code.
-func Report(stderr io.Writer, name string, err error) int {
+// command (its program's name and path: "onceflow lag") and returns the
+// exit code. The prefix of the internal package that raised it goes: the
+// command names the error's source. With json, the error is a JSON object
+// (level error, module the command).
+func Report(stderr io.Writer, command string, json bool, err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.Is(err, ErrCheckFailed):
 		return ExitFailed
-	default:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return ExitError
 	}
+	msg := withoutPackage(err.Error())
+	if json {
+		jsonLine(stderr, command, hclog.Error, msg)
+	} else {
+		fmt.Fprintf(stderr, "%s: %s\n", command, msg)
+	}
+	return ExitError
+}
+
+// withoutPackage drops from msg the prefix of an internal package whose
+// errors reach a command (each starts its messages with its name).
+// Public packages' prefixes (processor:) stay: they are the API's.
+func withoutPackage(msg string) string {
+	for _, p := range []string{"verify: ", "gen: ", "topics: ", "groups: ", "consume: ", "reset: ", "sinkadmin: ",
+		"clientcfg: ", "demo: ", "chaos: ", "receiver: ", "embedded: ", "statedir: "} {
+		if rest, ok := strings.CutPrefix(msg, p); ok {
+			return rest
+		}
+	}
+	return msg
+}
+
+// commandPath is the program's name and the path of the command run
+// ("onceflow topics list"), arguments left out.
+func commandPath(kctx *kong.Context) string {
+	var names []string
+	for n := kctx.Selected(); n != nil; n = n.Parent {
+		if n.Type == kong.CommandNode || n.Parent == nil {
+			names = append([]string{n.Name}, names...)
+		}
+	}
+	return strings.Join(names, " ")
 }
 
 // Program is a command line to parse and run.
@@ -135,7 +189,7 @@ func (p Program) Exec(ctx context.Context, args []string, stdin io.Reader, stdou
 	}
 	parser, err := kong.New(p.CLI, opts...)
 	if err != nil {
-		return Report(stderr, p.Name, err)
+		return Report(stderr, p.Name, false, err)
 	}
 	kctx, err := parser.Parse(args)
 	if errors.Is(err, errVersionShown) {
@@ -150,6 +204,8 @@ func (p Program) Exec(ctx context.Context, args []string, stdin io.Reader, stdou
 		parser.Errorf("%s", err)
 		return ExitError
 	}
-	env := &Env{Name: p.Name, Ctx: ctx, Stdin: stdin, Stdout: stdout, Stderr: stderr, Logger: p.Globals.Logger(p.Name, stderr)}
-	return Report(stderr, p.Name, kctx.Run(env))
+	json := p.Globals.LogFormat == "json"
+	env := &Env{Name: p.Name, Command: commandPath(kctx), JSON: json, Ctx: ctx, Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		Logger: p.Globals.Logger(p.Name, stderr)}
+	return Report(stderr, env.Command, json, kctx.Run(env))
 }

@@ -110,8 +110,10 @@ func RunReplica(env *Env, f ReplicaFlags, t *topology.Topology) error {
 	}()
 	err = p.Run(env.Ctx)
 	s := p.Stats()
-	fmt.Fprintf(env.Stderr, "%s: %s stopped: %d in, %d out, %d rejected, %d committed, %d aborted, %d producer recreations, %d restored\n",
-		env.Name, f.InstanceID, s.RecordsIn, s.RecordsOut, s.Rejected, s.Committed, s.Aborted, s.ProducerRecreations, s.Restored)
+	env.Summary(fmt.Sprintf("%s stopped: %d in, %d out, %d rejected, %d committed, %d aborted, %d producer recreations, %d restored",
+		f.InstanceID, s.RecordsIn, s.RecordsOut, s.Rejected, s.Committed, s.Aborted, s.ProducerRecreations, s.Restored),
+		"instance", f.InstanceID, "records_in", s.RecordsIn, "records_out", s.RecordsOut, "rejected", s.Rejected, "committed", s.Committed,
+		"aborted", s.Aborted, "producer_recreations", s.ProducerRecreations, "restored", s.Restored)
 	return err
 }
 

@@ -75,6 +75,10 @@ type Config struct {
 	KeepLogs bool
 	// Progress receives progress bars and step lines. Default: none.
 	Progress io.Writer
+	// PlainProgress writes the step lines only, no progress-bar frames
+	// (each a carriage-return redraw): for a Progress that is not a
+	// terminal (a pipe, a log file). Default false: bars drawn.
+	PlainProgress bool
 	// Logger: default none.
 	Logger hclog.Logger
 	// PG is a PostgreSQL DSN for the rows sink. When the server answers,
@@ -249,7 +253,11 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		}
 	}()
 
-	bar := progressbar.NewOptions(cfg.Records, progressbar.OptionSetWriter(progress), progressbar.OptionSetDescription("committed"),
+	barW := progress
+	if cfg.PlainProgress {
+		barW = io.Discard
+	}
+	bar := progressbar.NewOptions(cfg.Records, progressbar.OptionSetWriter(barW), progressbar.OptionSetDescription("committed"),
 		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
 	k := killer{cfg: cfg, res: &res, reps: reps, adm: adm, dir: dir, broker: brokers[0], args: ext.replicaArgs(), progress: progress, killAt: cfg.Records * 2 / 5}
 	for {

@@ -63,6 +63,10 @@ type Config struct {
 	// topic keeps its own), e.g. max.message.bytes. Default nil: the
 	// broker's defaults.
 	TopicConfigs map[string]string
+	// Rate is how many records a second to write at most: record n is
+	// sent n/Rate seconds after the first. Default 0: as fast as the
+	// client writes.
+	Rate float64
 	// Progress receives a progress bar. Default nil: none.
 	Progress io.Writer
 	// Logger receives the run's log lines. Default nil: none.
@@ -83,6 +87,9 @@ func (c Config) Validate() error {
 	}
 	if c.ValueSize < 0 || c.ValueSize > MaxValueSize {
 		errs = append(errs, fmt.Errorf("gen: value size must be from 0 to %d, got %d", MaxValueSize, c.ValueSize))
+	}
+	if c.Rate < 0 {
+		errs = append(errs, fmt.Errorf("gen: rate must not be negative (0: unpaced), got %v", c.Rate))
 	}
 	return errors.Join(errs...)
 }
@@ -206,6 +213,9 @@ func Produce(ctx context.Context, cfg Config) (Result, error) {
 	stopBar := startProgress(cfg.Progress, cfg.Records, &acked)
 	began := time.Now()
 	for seq := range cfg.Records {
+		if cfg.Rate > 0 {
+			pace(pctx, began, seq, cfg.Rate)
+		}
 		if pctx.Err() != nil {
 			break
 		}

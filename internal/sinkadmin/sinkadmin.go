@@ -78,6 +78,14 @@ type DeadLetter struct {
 	Time      time.Time `json:"time"`
 	RecordKey []byte    `json:"record_key,omitempty"`
 	Payload   []byte    `json:"payload"`
+	// State is the delivery's state in the ledger now ("dead-lettered",
+	// "pending", "succeeded", ...); "" when the ledger no longer holds it
+	// (expired) or cannot be read.
+	State string `json:"state"`
+	// Redriven is set when this dead letter was redriven: the delivery
+	// left the dead-lettered state, or was dead-lettered again under a
+	// later record.
+	Redriven bool `json:"redriven,omitempty"`
 }
 
 // Outbox is the outbox topic of app's sink.
@@ -226,7 +234,37 @@ func DeadLetters(ctx context.Context, brokers []string, app, sink string, extra 
 	for _, r := range recs {
 		out = append(out, deadLetter(sink, r))
 	}
+	ds, _, err := Ledger(ctx, brokers, app, sink, extra...)
+	if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
+		return nil, err
+	}
+	withStates(out, ds)
 	return out, nil
+}
+
+// withStates sets each dead letter's State from the ledger and marks it
+// Redriven when its delivery is no longer dead-lettered, or a later dead
+// letter has its key (dead-lettered again after a redrive). The dead
+// letters are in partition and offset order; one key's are all on one
+// partition (the outbox's), so the last of a key is the latest.
+func withStates(dls []DeadLetter, ledger []Delivery) {
+	state := map[string]sinkrunner.State{}
+	for _, d := range ledger {
+		state[d.Key] = d.State
+	}
+	last := map[string]int{}
+	for i, d := range dls {
+		last[d.Key] = i
+	}
+	for i := range dls {
+		d := &dls[i]
+		s, ok := state[d.Key]
+		if !ok {
+			continue
+		}
+		d.State = string(s)
+		d.Redriven = s != sinkrunner.DeadLettered || last[d.Key] != i
+	}
 }
 
 // deadLetter reads one dead-letter record.

@@ -126,7 +126,7 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := DeadLetter{Sink: "hook", Partition: 1, Offset: 0, Key: "hook:k4", Error: "status 422", Class: "permanent", Attempts: 5,
-		Source: "shop-orders/1/9", Outbox: "shop-sink-hook/1/3", Time: t0, RecordKey: []byte("customer-7"), Payload: []byte(`{"order":"o-4"}`)}
+		Source: "shop-orders/1/9", Outbox: "shop-sink-hook/1/3", Time: t0, RecordKey: []byte("customer-7"), Payload: []byte(`{"order":"o-4"}`), State: "dead-lettered"}
 	if len(dls) != 1 || fmt.Sprint(dls[0]) != fmt.Sprint(want) {
 		t.Errorf("dead letters %+v, want [%+v]", dls, want)
 	}

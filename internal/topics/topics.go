@@ -37,7 +37,10 @@ func Connect(ctx context.Context, brokers []string, extra ...kgo.Opt) (*Admin, e
 	if len(brokers) == 0 {
 		return nil, errors.New("topics: no brokers given")
 	}
-	cl, err := kgo.NewClient(append(clientcfg.Options(brokers, "onceflow-topics", nil), extra...)...)
+	// A short metadata age: the client answers metadata requests from a
+	// cache (5 s by default), which would list a deleted topic as long.
+	opts := append(clientcfg.Options(brokers, "onceflow-topics", nil), kgo.MetadataMinAge(50*time.Millisecond))
+	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("topics: client: %w", err)
 	}
@@ -127,9 +130,11 @@ type Topic struct {
 	Partitions  int    `json:"partitions"`
 	Replication int    `json:"replication"`
 	// Internal says whose internal topic it is: "kafka" (the broker's
-	// own, such as __consumer_offsets), "repartition", "changelog" or
-	// "rejected" (an onceflow application's, by name), or "" for a topic
-	// of the user's.
+	// own, such as __consumer_offsets); an onceflow application's, by
+	// name: "repartition", "changelog", "rejected", "outbox" (an external
+	// sink's, "<app>-sink-<name>", when its dead-letter or ledger topic
+	// exists beside it), "dead-letter" or "ledger"; or "" for a topic of
+	// the user's.
 	Internal string `json:"internal,omitempty"`
 }
 
@@ -145,24 +150,33 @@ func (a *Admin) List(ctx context.Context) ([]Topic, error) {
 		if td.Err != nil {
 			return nil, fmt.Errorf("topics: list: %s: %w", name, td.Err)
 		}
-		out = append(out, Topic{Name: name, Partitions: len(td.Partitions), Replication: td.Partitions.NumReplicas(), Internal: internalKind(td)})
+		out = append(out, Topic{Name: name, Partitions: len(td.Partitions), Replication: td.Partitions.NumReplicas(), Internal: internalKind(td, tds)})
 	}
 	return out, nil
 }
 
 // internalKind classifies a topic as the broker's, an onceflow
-// application's (by the suffixes the runtime names them with), or the
-// user's.
-func internalKind(td kadm.TopicDetail) string {
+// application's (by the names the runtime gives them), or the user's. An
+// outbox's name has no suffix of its own: it is one when its dead-letter
+// or ledger topic (which the sink runner creates) is among all.
+func internalKind(td kadm.TopicDetail, all kadm.TopicDetails) string {
+	name := td.Topic
+	sink := strings.Contains(name, "-sink-")
 	switch {
-	case td.IsInternal || strings.HasPrefix(td.Topic, "__"):
+	case td.IsInternal || strings.HasPrefix(name, "__"):
 		return "kafka"
-	case strings.HasSuffix(td.Topic, "-repartition"):
+	case strings.HasSuffix(name, "-repartition"):
 		return "repartition"
-	case strings.HasSuffix(td.Topic, "-changelog"):
+	case sink && strings.HasSuffix(name, "-ledger-changelog"):
+		return "ledger"
+	case strings.HasSuffix(name, "-changelog"):
 		return "changelog"
-	case strings.HasSuffix(td.Topic, "-rejected"):
+	case strings.HasSuffix(name, "-rejected"):
 		return "rejected"
+	case sink && strings.HasSuffix(name, "-dlq"):
+		return "dead-letter"
+	case sink && (all.Has(name+"-dlq") || all.Has(name+"-ledger-changelog")):
+		return "outbox"
 	}
 	return ""
 }
@@ -197,7 +211,7 @@ type Config struct {
 // and its configs that differ from Kafka's defaults.
 func (a *Admin) Describe(ctx context.Context, name string) (Description, error) {
 	d := Description{Topic: Topic{Name: name}}
-	tds, err := a.adm.ListTopicsWithInternal(ctx, name)
+	tds, err := a.adm.ListTopicsWithInternal(ctx)
 	if err != nil {
 		return d, fmt.Errorf("topics: describe %q: %w", name, err)
 	}
@@ -208,7 +222,7 @@ func (a *Admin) Describe(ctx context.Context, name string) (Description, error) 
 	if td.Err != nil {
 		return d, fmt.Errorf("topics: describe %q: %w", name, td.Err)
 	}
-	d.Partitions, d.Replication, d.Internal = len(td.Partitions), td.Partitions.NumReplicas(), internalKind(td)
+	d.Partitions, d.Replication, d.Internal = len(td.Partitions), td.Partitions.NumReplicas(), internalKind(td, tds)
 	starts, err := a.adm.ListStartOffsets(ctx, name)
 	if err == nil {
 		err = starts.Error()

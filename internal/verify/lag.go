@@ -26,7 +26,14 @@ type Progress struct {
 	// record by record: its lag is its offsets, markers included, an upper
 	// bound.
 	Estimated bool `json:"estimated,omitempty"`
+	// NoGroup is set when the group does not exist: it has neither
+	// members nor committed offsets (on any topic).
+	NoGroup bool `json:"no_group,omitempty"`
 }
+
+// ErrNoGroup is wrapped by a caller's error for a Progress whose group
+// does not exist. Not retryable until the group starts.
+var ErrNoGroup = errors.New("verify: no such group")
 
 // countBudget bounds the offsets GroupProgress reads to count the lag
 // exactly; waitBudget bounds those of each poll of WaitCaughtUp, whose lag
@@ -94,6 +101,13 @@ func groupProgress(ctx context.Context, cl *kgo.Client, group, topic string, bud
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		return p, fmt.Errorf("verify: committed offsets of group %q: %w", group, err)
 	}
+	if len(resp) == 0 {
+		dgs, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return p, fmt.Errorf("verify: describe group %q: %w", group, err)
+		}
+		p.NoGroup = len(dgs[group].Members) == 0
+	}
 	var spans []span
 	for _, part := range td.Partitions.Sorted() {
 		id := part.Partition
@@ -140,7 +154,7 @@ func WaitCaughtUp(ctx context.Context, brokers []string, group, topic string, ev
 		case err == nil && report != nil:
 			report(p)
 		}
-		if err == nil && p.End > 0 && p.Lag <= 0 {
+		if err == nil && p.End > 0 && p.Lag <= 0 && !p.NoGroup {
 			return p, nil
 		}
 		select {

@@ -3,6 +3,8 @@ package topologytest
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
@@ -79,8 +81,13 @@ func Output[K, V any](d *Driver, name string, kc serde.Codec[K], vc serde.Codec[
 }
 
 // ReadAll returns the records written to the topic since the last read, in
-// the order they were written.
+// the order they were written. A topic the topology never writes (a typo,
+// a repartition or through topic, read back inside) is an error naming
+// those it does, so that a "no output" assertion cannot pass by mistake.
 func (out *OutputTopic[K, V]) ReadAll() ([]Record[K, V], error) {
+	if written := out.d.writtenTopics(); !slices.Contains(written, out.name) {
+		return nil, fmt.Errorf("topologytest: the topology never writes topic %q (it writes %s)", out.name, strings.Join(written, ", "))
+	}
 	var rs []Record[K, V]
 	for _, o := range out.d.outputs[out.name] {
 		r := Record[K, V]{Headers: fromGraph(o.headers), Timestamp: o.timestamp, Partition: o.partition, Source: o.source}
@@ -97,6 +104,19 @@ func (out *OutputTopic[K, V]) ReadAll() ([]Record[K, V], error) {
 	}
 	delete(out.d.outputs, out.name)
 	return rs, nil
+}
+
+// writtenTopics lists, sorted, the topics the topology's sinks write that
+// no sub-topology reads back: those Output can read (outboxes included).
+func (d *Driver) writtenTopics() []string {
+	var ts []string
+	for _, n := range d.g.Nodes {
+		if n.Kind == graph.KindSink && d.g.Source(n.Topic) == nil && !slices.Contains(ts, n.Topic) {
+			ts = append(ts, n.Topic)
+		}
+	}
+	slices.Sort(ts)
+	return ts
 }
 
 // Get reads key from a store, in the task of partition p of the store's
