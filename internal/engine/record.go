@@ -32,7 +32,11 @@ func (d *driver) process(b kafka.Batch) {
 	for i := range b.Records {
 		r := &b.Records[i]
 		if err := d.handle(src, r); err != nil {
-			d.fail("state", err)
+			step := "state"
+			if graph.IsUnavailable(err) {
+				step = "codec" // a codec's registry out of reach
+			}
+			d.fail(step, err)
 			return
 		}
 	}

@@ -101,7 +101,7 @@ func TestLastingCodecOutageStopsTheReplica(t *testing.T) {
 	if !ok {
 		t.Fatalf("the replica still runs after 60s of a codec outage (%+v)", r.E.Stats())
 	}
-	if !errors.Is(err, engine.ErrRepeatedFailure) || !strings.Contains(err.Error(), "registry answered 503") {
+	if !errors.Is(err, engine.ErrRepeatedFailure) || !strings.Contains(err.Error(), "at codec: value: registry answered 503") {
 		t.Fatalf("run returned %v, want ErrRepeatedFailure naming the outage", err)
 	}
 	if s := r.E.Stats(); s.Rejected != 0 || s.Committed != 0 {
