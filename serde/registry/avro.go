@@ -43,7 +43,9 @@ func Avro[T any](ctx context.Context, r *Registry, cfg AvroConfig) (serde.Codec[
 	if err != nil {
 		return nil, err
 	}
-	return &avroCodec[T]{r: r, schema: schema, id: id, resolved: map[int]avro.Schema{id: schema}}, nil
+	c := &avroCodec[T]{r: r, schema: schema, id: id}
+	c.mu.resolved = map[int]avro.Schema{id: schema}
+	return c, nil
 }
 
 type avroCodec[T any] struct {
@@ -51,8 +53,10 @@ type avroCodec[T any] struct {
 	schema avro.Schema
 	id     int
 
-	mu       sync.Mutex
-	resolved map[int]avro.Schema // writer id to the schema to read it with
+	mu struct {
+		sync.Mutex
+		resolved map[int]avro.Schema // writer id to the schema to read it with
+	}
 }
 
 func (c *avroCodec[T]) Name() string { return "avro" }
@@ -87,7 +91,7 @@ func (c *avroCodec[T]) Decode(b []byte) (T, error) {
 // codec's own schema.
 func (c *avroCodec[T]) reader(id int) (avro.Schema, error) {
 	c.mu.Lock()
-	s, ok := c.resolved[id]
+	s, ok := c.mu.resolved[id]
 	c.mu.Unlock()
 	if ok {
 		return s, nil
@@ -108,7 +112,7 @@ func (c *avroCodec[T]) reader(id int) (avro.Schema, error) {
 		return nil, fmt.Errorf("registry: schema id %d cannot be read as the codec's schema: %w", id, err)
 	}
 	c.mu.Lock()
-	c.resolved[id] = s
+	c.mu.resolved[id] = s
 	c.mu.Unlock()
 	return s, nil
 }

@@ -33,16 +33,16 @@ import (
 var (
 	// ErrBadMagic: the bytes do not start with the wire format's magic
 	// byte 0, or are shorter than its 5-byte header.
-	ErrBadMagic = errors.New("not in the Confluent wire format")
+	ErrBadMagic = errors.New("registry: not in the Confluent wire format")
 	// ErrUnknownSchema: the registry does not know the schema id a record
 	// names.
-	ErrUnknownSchema = errors.New("schema id unknown to the registry")
+	ErrUnknownSchema = errors.New("registry: schema id unknown to the registry")
 	// ErrIncompatible: the registry refused to register a schema as
 	// incompatible with the subject's earlier versions.
-	ErrIncompatible = errors.New("schema incompatible with the subject's compatibility rules")
+	ErrIncompatible = errors.New("registry: schema incompatible with the subject's compatibility rules")
 	// ErrWrongType: the schema a record names is not of the codec's type
 	// (an Avro codec given the id of a Protobuf schema, say).
-	ErrWrongType = errors.New("schema of another type")
+	ErrWrongType = errors.New("registry: schema of another type")
 )
 
 // Config says how to reach the registry.
@@ -50,8 +50,10 @@ type Config struct {
 	// URL is the registry's base URL (for Apicurio Registry, its
 	// Confluent-compatible API: http://host:8080/apis/ccompat/v7).
 	URL string
-	// Timeout bounds each request; 0 means 10s. A request that runs out
-	// of it is an outage (serde.UnavailableError), never the record's.
+	// Timeout bounds each request; 0 means 10s. Decode has no context of
+	// its own (serde.Codec), so this bounds a fetch by schema id. A
+	// request that runs out of it is an outage (serde.UnavailableError),
+	// never the record's fault.
 	Timeout time.Duration
 	// Username and Password, when set, are sent as HTTP basic auth.
 	Username, Password string
@@ -66,30 +68,49 @@ type Registry struct {
 	cl      *sr.Client
 	timeout time.Duration
 
-	mu   sync.Mutex
-	byID map[int]sr.Schema
+	mu struct {
+		sync.Mutex
+		byID map[int]sr.Schema
+	}
+}
+
+// Validate returns every problem of cfg, joined.
+func (cfg Config) Validate() error {
+	var errs []error
+	if cfg.URL == "" {
+		errs = append(errs, errors.New("registry: no URL"))
+	}
+	if cfg.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("registry: negative timeout %v", cfg.Timeout))
+	}
+	if cfg.Password != "" && cfg.Username == "" {
+		errs = append(errs, errors.New("registry: a password without a username"))
+	}
+	return errors.Join(errs...)
 }
 
 // New returns a client of the registry at cfg.URL. It makes no request.
 func New(cfg Config) (*Registry, error) {
-	if cfg.URL == "" {
-		return nil, errors.New("registry: no URL")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.Timeout <= 0 {
+	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
 	opts := []sr.ClientOpt{sr.URLs(cfg.URL)}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, sr.HTTPClient(cfg.HTTPClient))
 	}
-	if cfg.Username != "" || cfg.Password != "" {
+	if cfg.Username != "" {
 		opts = append(opts, sr.BasicAuth(cfg.Username, cfg.Password))
 	}
 	cl, err := sr.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("registry: %w", err)
 	}
-	return &Registry{cl: cl, timeout: cfg.Timeout, byID: map[int]sr.Schema{}}, nil
+	r := &Registry{cl: cl, timeout: cfg.Timeout}
+	r.mu.byID = map[int]sr.Schema{}
+	return r, nil
 }
 
 // SubjectStrategy names the subject a schema is registered under, as
@@ -167,7 +188,7 @@ func (r *Registry) register(ctx context.Context, subject string, s sr.Schema, lo
 // schema returns the schema of id, from the cache or the registry.
 func (r *Registry) schema(id int) (sr.Schema, error) {
 	r.mu.Lock()
-	s, ok := r.byID[id]
+	s, ok := r.mu.byID[id]
 	r.mu.Unlock()
 	if ok {
 		return s, nil
@@ -179,7 +200,7 @@ func (r *Registry) schema(id int) (sr.Schema, error) {
 		return sr.Schema{}, fmt.Errorf("registry: schema id %d: %w", id, classify(err))
 	}
 	r.mu.Lock()
-	r.byID[id] = s
+	r.mu.byID[id] = s
 	r.mu.Unlock()
 	return s, nil
 }

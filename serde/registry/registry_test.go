@@ -328,3 +328,19 @@ func TestConfluentSerializerBytes(t *testing.T) {
 		t.Errorf("%d golden cases, want 3", cases)
 	}
 }
+
+// Validate names every problem of a Config at once.
+func TestConfigValidate(t *testing.T) {
+	err := registry.Config{Timeout: -1, Password: "p"}.Validate()
+	for _, want := range []string{"no URL", "negative timeout", "password without a username"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v, want it to name %q", err, want)
+		}
+	}
+	if _, err := registry.New(registry.Config{}); err == nil {
+		t.Error("New with no URL: no error")
+	}
+	if err := (registry.Config{URL: "http://127.0.0.1:1"}).Validate(); err != nil {
+		t.Errorf("Validate of a URL alone: %v", err)
+	}
+}
