@@ -48,7 +48,8 @@ var (
 // Config says how to reach the registry.
 type Config struct {
 	// URL is the registry's base URL (for Apicurio Registry, its
-	// Confluent-compatible API: http://host:8080/apis/ccompat/v7).
+	// Confluent-compatible API: http://host:8080/apis/ccompat/v6 for 2.x,
+	// .../v7 for 3.x).
 	URL string
 	// Timeout bounds each request; 0 means 10s. Decode has no context of
 	// its own (serde.Codec), so this bounds a fetch by schema id. A

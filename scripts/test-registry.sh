@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# serde/registry against a real schema registry and Confluent's own
+# serializers: the tests of build tags `registry` (the Apicurio Registry of
+# scripts/apicurio.sh, or the one ONCEFLOW_REGISTRY_URL names) and
+# `confluent` (confluent-kafka-python from scripts/install-confluent-python.sh,
+# or the python ONCEFLOW_CONFLUENT_PYTHON names). A registry this script
+# starts is stopped when it exits, however it exits.
+#
+#   scripts/test-registry.sh [go test flags]
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ONCEFLOW_ROOT"
+
+if [ -z "${ONCEFLOW_REGISTRY_URL:-}" ]; then
+	if ! scripts/apicurio.sh status >/dev/null 2>&1; then
+		# Set before `up`, so that a start that fails half-way is cleaned too.
+		trap 'scripts/apicurio.sh down || true' EXIT
+		trap 'exit 130' INT
+		trap 'exit 143' TERM
+	fi
+	ONCEFLOW_REGISTRY_URL="$(scripts/apicurio.sh up | tail -n 1)"
+	[ -n "$ONCEFLOW_REGISTRY_URL" ] || die "scripts/apicurio.sh up printed no URL"
+fi
+if [ -z "${ONCEFLOW_CONFLUENT_PYTHON:-}" ]; then
+	ONCEFLOW_CONFLUENT_PYTHON="$(scripts/install-confluent-python.sh | tail -n 1)"
+fi
+export ONCEFLOW_REGISTRY_URL ONCEFLOW_CONFLUENT_PYTHON
+log "ONCEFLOW_REGISTRY_URL=$ONCEFLOW_REGISTRY_URL ONCEFLOW_CONFLUENT_PYTHON=$ONCEFLOW_CONFLUENT_PYTHON"
+go test -count=1 -tags registry,confluent "$@" ./serde/registry
