@@ -14,9 +14,9 @@
 # `up` builds one the first time: a Maven project of its own in the cache
 # that depends on that jar and runs the Quarkus build on it, with the
 # settings the registry's own build adds (its beans indexed, the H2
-# in-memory datasource, its web.xml). 2.0.2.Final is the newest version
-# whose dependencies Maven Central serves whole here: 2.1 to 2.6 and 3.x
-# need io.apicurio:apicurio-registry-schema-util-provider (and 3.x
+# in-memory datasource, its web.xml). 2.0.2.Final is the one version tried
+# whose dependencies Maven Central serves whole here: 2.6.13.Final and 3.3.3
+# need io.apicurio:apicurio-registry-schema-util-provider (and 3.3.3
 # apicurio-registry-contracts-rules), which it does not serve. One
 # dependency of 2.0.2.Final, org.everit.json.schema (JSON Schema
 # compatibility checks, not on Maven Central), is left out: JSON Schema

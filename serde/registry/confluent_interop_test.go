@@ -48,6 +48,11 @@ func TestConfluentInterop(t *testing.T) {
 	fake.SeedSchema("payments-value", 1, 1, sr.Schema{Schema: paymentSchema})
 	fake.SeedSchema("ts-value", 1, 2, sr.Schema{Schema: `syntax = "proto3";`, Type: sr.TypeProtobuf})
 	fake.SeedSchema("ranges-value", 1, 3, sr.Schema{Schema: `syntax = "proto2";`, Type: sr.TypeProtobuf})
+	fake.SeedSchema("payments-json-value", 1, 4, sr.Schema{Schema: paymentJSONSchema, Type: sr.TypeJSON})
+	js, err := registry.JSONSchema[jsonPayment](ctx, r, registry.JSONSchemaConfig{Schema: paymentJSONSchema, Subject: registry.Subject{Topic: "payments-json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	avro := avroCodec[payment](t, r, paymentSchema, registry.Subject{Topic: "payments"})
 	ts, err := registry.Protobuf[*timestamppb.Timestamp](ctx, r, registry.ProtobufConfig{Schema: `syntax = "proto3";`, Subject: registry.Subject{Topic: "ts"}})
 	if err != nil {
@@ -68,6 +73,7 @@ func TestConfluentInterop(t *testing.T) {
 		{"protobuf-extension-range", func() ([]byte, error) {
 			return ranges.Encode(&descriptorpb.DescriptorProto_ExtensionRange{Start: &start})
 		}, "41"},
+		{"json-payment", func() ([]byte, error) { return js.Encode(jsonPayment{ID: "zé", Amount: -7}) }, "zé -7"},
 	} {
 		b, err := tc.enc()
 		if err != nil {

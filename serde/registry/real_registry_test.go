@@ -111,6 +111,22 @@ func TestRealRegistryProtobuf(t *testing.T) {
 	}
 }
 
+// JSON Schema round-trips through the registry.
+func TestRealRegistryJSONSchema(t *testing.T) {
+	r, topic := realRegistry(t)
+	c, err := registry.JSONSchema[jsonPayment](context.Background(), r, registry.JSONSchemaConfig{Schema: paymentJSONSchema, Subject: registry.Subject{Topic: topic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Encode(jsonPayment{ID: "j", Amount: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Decode(b); err != nil || got != (jsonPayment{ID: "j", Amount: 9}) {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+}
+
 // The registry's own answers classified: an id it does not know is the
 // record's fault; a schema its compatibility rule refuses fails the
 // codec with ErrIncompatible.

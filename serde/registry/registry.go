@@ -1,11 +1,13 @@
 // Package registry holds codecs for values kept behind a Confluent-compatible
-// Schema Registry: Avro (github.com/hamba/avro/v2) and Protobuf
-// (google.golang.org/protobuf), in the Confluent wire format, through the
-// registry client github.com/twmb/franz-go/pkg/sr.
+// Schema Registry: Avro (github.com/hamba/avro/v2), Protobuf
+// (google.golang.org/protobuf) and JSON Schema (encoding/json), in the
+// Confluent wire format, through the registry client
+// github.com/twmb/franz-go/pkg/sr.
 //
 // The wire format is a magic byte 0, the schema id as 4 big-endian bytes,
 // for Protobuf the message-index array (zig-zag varints; a single 0 for the
-// first message of the file), then the Avro binary or Protobuf encoding.
+// first message of the file), then the Avro binary, Protobuf or JSON
+// encoding.
 //
 // A codec registers (or, with Config.LookupOnly, looks up) its writer schema
 // when it is made, so an incompatible schema or a registry that cannot be

@@ -42,6 +42,14 @@ const paymentSchemaV2 = `{"type":"record","name":"Payment","namespace":"shop","f
 	{"name":"id","type":"string"},{"name":"amount","type":"long"},
 	{"name":"currency","type":"string","default":"EUR"}]}`
 
+type jsonPayment struct {
+	ID     string `json:"id"`
+	Amount int64  `json:"amount"`
+}
+
+const paymentJSONSchema = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Payment","type":"object",` +
+	`"properties":{"id":{"type":"string"},"amount":{"type":"integer"}},"required":["id","amount"]}`
+
 func newRegistry(t *testing.T) (*srfake.Registry, *registry.Registry) {
 	t.Helper()
 	fake := srfake.New()
@@ -313,6 +321,15 @@ func TestConfluentSerializerBytes(t *testing.T) {
 			got, err = c.Encode(&descriptorpb.DescriptorProto_ExtensionRange{Start: &start})
 			v, derr := c.Decode(want)
 			back = fmt.Sprintf("%d %v", v.GetStart(), derr)
+		case "json-payment":
+			fake.SeedSchema("payments-json-value", 1, id, sr.Schema{Schema: paymentJSONSchema, Type: sr.TypeJSON})
+			c, cerr := registry.JSONSchema[jsonPayment](ctx, r, registry.JSONSchemaConfig{Schema: paymentJSONSchema, Subject: registry.Subject{Topic: "payments-json"}})
+			if cerr != nil {
+				t.Fatal(cerr)
+			}
+			got, err = c.Encode(jsonPayment{ID: "a1", Amount: 150})
+			v, derr := c.Decode(want)
+			back = fmt.Sprintf("%+v %v", v, derr)
 		default:
 			t.Fatalf("golden case %q has no test", name)
 		}
@@ -320,12 +337,12 @@ func TestConfluentSerializerBytes(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: encoded % x (%v), Confluent wrote % x", name, got, err, want)
 		}
-		if wantBack := map[string]string{"avro-payment": "{ID:a1 Amount:150} <nil>", "protobuf-timestamp": "1/2 <nil>", "protobuf-extension-range": "3 <nil>"}[name]; back != wantBack {
+		if wantBack := map[string]string{"avro-payment": "{ID:a1 Amount:150} <nil>", "protobuf-timestamp": "1/2 <nil>", "protobuf-extension-range": "3 <nil>", "json-payment": "{ID:a1 Amount:150} <nil>"}[name]; back != wantBack {
 			t.Errorf("%s: decoded Confluent's bytes to %s, want %s", name, back, wantBack)
 		}
 	}
-	if cases != 3 {
-		t.Errorf("%d golden cases, want 3", cases)
+	if cases != 4 {
+		t.Errorf("%d golden cases, want 4", cases)
 	}
 }
 
@@ -342,5 +359,40 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (registry.Config{URL: "http://127.0.0.1:1"}).Validate(); err != nil {
 		t.Errorf("Validate of a URL alone: %v", err)
+	}
+}
+
+// JSON Schema: JSON after the 5-byte header, the schema's title as the
+// record name, an id of another schema type refused, JSON's own rules
+// (UTF-8) kept.
+func TestJSONSchema(t *testing.T) {
+	fake, r := newRegistry(t)
+	ctx := context.Background()
+	c, err := registry.JSONSchema[jsonPayment](ctx, r, registry.JSONSchemaConfig{Schema: paymentJSONSchema, Subject: registry.Subject{Topic: "orders", Strategy: registry.TopicRecordName}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fake.SubjectExists("orders-Payment") {
+		t.Error("no subject orders-Payment")
+	}
+	b, err := c.Encode(jsonPayment{ID: "x", Amount: 2})
+	if err != nil || string(b[5:]) != `{"id":"x","amount":2}` || b[0] != 0 {
+		t.Fatalf("encoded %q, %v", b, err)
+	}
+	if got, err := c.Decode(b); err != nil || got != (jsonPayment{ID: "x", Amount: 2}) {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+	avroID, _, err := fake.RegisterSchema("avro", sr.Schema{Schema: paymentSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decode(append([]byte{0, 0, 0, 0, byte(avroID)}, b[5:]...)); !errors.Is(err, registry.ErrWrongType) {
+		t.Errorf("avro id: %v, want ErrWrongType", err)
+	}
+	if _, err := c.Decode(append(b[:5:5], 0xff)); !errors.Is(err, serde.ErrInvalidUTF8) {
+		t.Errorf("invalid UTF-8: %v, want ErrInvalidUTF8", err)
+	}
+	if _, err := registry.JSONSchema[jsonPayment](ctx, r, registry.JSONSchemaConfig{Schema: `{"type":`, Subject: registry.Subject{Topic: "o"}}); err == nil {
+		t.Error("a schema that is not JSON: no error")
 	}
 }
