@@ -3,7 +3,8 @@
 # serializers: the tests of build tags `registry` (the Apicurio Registry of
 # scripts/apicurio.sh, or the one ONCEFLOW_REGISTRY_URL names) and
 # `confluent` (confluent-kafka-python from scripts/install-confluent-python.sh,
-# or the python ONCEFLOW_CONFLUENT_PYTHON names). A registry this script
+# or the python ONCEFLOW_CONFLUENT_PYTHON names), and internal/engine's
+# topology through that registry. A registry this script
 # starts is stopped when it exits, however it exits.
 #
 #   scripts/test-registry.sh [go test flags]
@@ -29,3 +30,5 @@ fi
 export ONCEFLOW_REGISTRY_URL ONCEFLOW_CONFLUENT_PYTHON
 log "ONCEFLOW_REGISTRY_URL=$ONCEFLOW_REGISTRY_URL ONCEFLOW_CONFLUENT_PYTHON=$ONCEFLOW_CONFLUENT_PYTHON"
 go test -count=1 -tags registry,confluent "$@" ./serde/registry
+# A topology through the registry on the embedded broker.
+go test -count=1 -tags registry -run 'RealRegistry' "$@" ./internal/engine
