@@ -1,7 +1,7 @@
 # onceflow build and test entry points. `make test` is what CI and newcomers run.
 GO ?= go
 
-.PHONY: test test-long test-pg lint build bench-full fuzz chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka test-security kafka-secure-up kafka-secure-down compose-check test-browser
+.PHONY: test test-long test-pg test-registry lint build bench-full fuzz chaos kafka-up kafka-down kafka-cluster-up kafka-cluster-down test-kafka test-security kafka-secure-up kafka-secure-down compose-check test-browser
 
 # test: every package's tests under the race detector, then the tests of
 # the files built only without it (`//go:build !race`: they drive sarama's
@@ -35,13 +35,14 @@ test-long:
 # (which layer may import which) are a test, internal/archtest. The kafka
 # build tag brings the real-Kafka tests into vet and staticcheck, the chaos
 # tag the allstages chaos test (internal/chaos, run with -tags chaos), the
-# long tag the tests of `make test-long`.
+# long tag the tests of `make test-long`, the registry and confluent tags
+# the tests of make test-registry.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags kafka,kafkasecure,chaos,long ./...
-	$(STATICCHECK) -tags kafka,kafkasecure,chaos,long ./...
+	$(GO) vet -tags kafka,kafkasecure,chaos,long,registry,confluent ./...
+	$(STATICCHECK) -tags kafka,kafkasecure,chaos,long,registry,confluent ./...
 	$(GO) test -count=1 ./internal/archtest
 	cd deploy/kubernetes && $(GO) vet ./... && $(STATICCHECK) ./...
 
@@ -66,6 +67,14 @@ fuzz:
 # the server scripts/install-postgres.sh starts; see scripts/test-pg.sh).
 test-pg:
 	@scripts/test-pg.sh
+
+# serde/registry against a real schema registry (Apicurio Registry, built
+# from Maven Central and started by scripts/apicurio.sh, or
+# ONCEFLOW_REGISTRY_URL), and Confluent's own serializers when
+# ONCEFLOW_CONFLUENT_PYTHON names a python with confluent-kafka; see
+# docs/serdes.md.
+test-registry:
+	@scripts/test-registry.sh
 
 # A single-node KRaft Apache Kafka from Maven Central (see scripts/kafka.sh).
 kafka-up:

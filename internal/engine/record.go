@@ -32,7 +32,11 @@ func (d *driver) process(b kafka.Batch) {
 	for i := range b.Records {
 		r := &b.Records[i]
 		if err := d.handle(src, r); err != nil {
-			d.fail("state", err)
+			step := "state"
+			if graph.IsUnavailable(err) {
+				step = "codec" // a codec's registry out of reach
+			}
+			d.fail(step, err)
 			return
 		}
 	}
@@ -65,8 +69,9 @@ func (d *driver) process(b kafka.Batch) {
 // buffered (graph.Context.Forward) and its siblings flow on; any other
 // failure drops everything the input record buffered and rejects it whole
 // (processing-error), so it leaves no partial output and no state change.
-// The error returned is a state failure (the transaction cannot go on),
-// never the record's.
+// The error returned is a state failure or an outage of something a codec
+// depends on (graph.IsUnavailable): the transaction cannot go on, and it is
+// never the record's fault.
 func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	d.out = d.out[:0]
 	d.rejects = d.rejects[:0]
@@ -74,6 +79,11 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	d.lineage = ""
 	d.lineageBytes = nil
 	k, v, err := src.Decode(r.Key, r.Value)
+	if graph.IsUnavailable(err) {
+		// A codec whose schema registry is out of reach: not the record's
+		// fault, so the transaction aborts and the input is read again.
+		return err
+	}
 	if err != nil {
 		d.rejectInput(ReasonUndecodable, "", err)
 		return d.stage()
@@ -97,6 +107,10 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 		d.Rollback(graph.Mark{})
 		d.rejectInput(ReasonTimestampOutOfRange, "", bs)
 		return d.stage()
+	}
+	if graph.IsUnavailable(err) {
+		d.Rollback(graph.Mark{})
+		return err
 	}
 	if err != nil {
 		d.Rollback(graph.Mark{})

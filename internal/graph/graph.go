@@ -405,6 +405,9 @@ func (c *Context) ForwardAloneAs(r Record, what string, as *RejectedRecord) erro
 	if err == nil || c.failed == nil {
 		return err // a rejection the node's parent handles
 	}
+	if IsUnavailable(err) {
+		return err // an outage fails the record being handled, never rejects
+	}
 	c.failed = nil
 	c.out.Rollback(m)
 	rej := &Rejection{Reason: ReasonProcessingError, Detail: what + ": " + err.Error(), Node: c.node.Name, Err: err, Record: as}

@@ -312,3 +312,32 @@ func TestForwardAloneContainsFailures(t *testing.T) {
 		t.Errorf("rejections\n %q\nwant\n %q", rej, want)
 	}
 }
+
+type outageErr struct{}
+
+func (outageErr) Error() string     { return "registry down" }
+func (outageErr) Unavailable() bool { return true }
+
+// An outage on a forwarded record's path (a codec whose registry is out of
+// reach) is not contained as a rejection: it fails the record being
+// handled, so the runtime aborts and retries instead of rejecting.
+func TestForwardAloneLetsOutagesThrough(t *testing.T) {
+	var b builder
+	src := b.add(KindSource, "src", "in", nil)
+	closer := b.add(KindProcessor, "closer", "", src)
+	closer.Splits = true
+	closer.Process = func(c *Context, r Record) error {
+		return c.ForwardAlone(Record{Key: r.Key, Value: "result"}, "result")
+	}
+	down := b.add(KindProcessor, "down", "", closer)
+	down.Process = func(c *Context, r Record) error { return fmt.Errorf("encode: %w", outageErr{}) }
+	g := New("g", b.nodes)
+	out := &collector{}
+	err := Run(g.Source("in"), &Input{Topic: "in"}, Record{Key: "k", Value: "v"}, out)
+	if !IsUnavailable(err) {
+		t.Fatalf("Run: %v, want the outage", err)
+	}
+	if len(out.rejected) != 0 {
+		t.Errorf("rejections %v, want none", out.rejected)
+	}
+}

@@ -111,6 +111,19 @@ type Reasoned interface {
 	RejectReason() string
 }
 
+// IsUnavailable reports whether err, or an error it wraps, says that
+// something the record's processing depends on is out of reach (a codec's
+// schema registry, marked by an Unavailable method reporting true): a
+// failure of the run, never the record's, so it is not turned into a
+// rejection.
+func IsUnavailable(err error) bool {
+	u, ok := errors.AsType[interface {
+		error
+		Unavailable() bool
+	}](err)
+	return ok && u.Unavailable()
+}
+
 func (r *Rejection) Error() string {
 	if r.Detail == "" {
 		return "rejected: " + r.Reason

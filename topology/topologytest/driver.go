@@ -312,6 +312,9 @@ func (d *Driver) process(r raw) error {
 			}
 		}
 		k, v, err := src.Decode(r.key, r.value)
+		if graph.IsUnavailable(err) {
+			return err // an outage, as a replica fails its transaction
+		}
 		if err != nil {
 			d.rejects = append(d.rejects, d.rejection(ReasonUndecodable, "", err))
 			return nil
@@ -321,6 +324,10 @@ func (d *Driver) process(r raw) error {
 			st = d.state
 		}
 		err = d.gctx.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.headers, Timestamp: r.timestamp}, emitter{d}, st)
+		if graph.IsUnavailable(err) {
+			emitter{d}.Rollback(graph.Mark{})
+			return err
+		}
 		if err != nil {
 			emitter{d}.Rollback(graph.Mark{})
 			reason := ReasonProcessingError
