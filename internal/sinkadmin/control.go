@@ -118,10 +118,11 @@ func ledgerAndDeadLetters(ctx context.Context, brokers []string, app, sink strin
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	all, err := DeadLetters(ctx, brokers, app, sink, extra...)
+	all, err := readDeadLetters(ctx, brokers, app, sink, extra)
 	if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
 		return nil, nil, nil, err
 	}
+	withStates(all, ds)
 	dls := map[string]*DeadLetter{}
 	for i := range all {
 		dls[all[i].Key] = &all[i]

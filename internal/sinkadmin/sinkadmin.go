@@ -225,6 +225,21 @@ func Unknown(ctx context.Context, brokers []string, app, sink string, extra ...k
 // DeadLetters reads the dead-letter topic of a sink, in partition and
 // offset order.
 func DeadLetters(ctx context.Context, brokers []string, app, sink string, extra ...kgo.Opt) ([]DeadLetter, error) {
+	out, err := readDeadLetters(ctx, brokers, app, sink, extra)
+	if err != nil {
+		return nil, err
+	}
+	ds, _, err := Ledger(ctx, brokers, app, sink, extra...)
+	if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
+		return nil, err
+	}
+	withStates(out, ds)
+	return out, nil
+}
+
+// readDeadLetters reads the dead-letter topic of a sink, without the
+// deliveries' states.
+func readDeadLetters(ctx context.Context, brokers []string, app, sink string, extra []kgo.Opt) ([]DeadLetter, error) {
 	topic := graph.DLQTopic(outboxPrefix(app) + sink)
 	recs, err := verify.ReadAll(ctx, brokers, topic, extra...)
 	if err != nil {
@@ -234,11 +249,6 @@ func DeadLetters(ctx context.Context, brokers []string, app, sink string, extra 
 	for _, r := range recs {
 		out = append(out, deadLetter(sink, r))
 	}
-	ds, _, err := Ledger(ctx, brokers, app, sink, extra...)
-	if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
-		return nil, err
-	}
-	withStates(out, ds)
 	return out, nil
 }
 
