@@ -61,6 +61,7 @@
 //	onceflow_sink_dead_letters_total{sink}   deliveries written to the dead-letter topic
 //	onceflow_sink_unknown{sink}              deliveries parked with an unknown outcome
 //	onceflow_sink_delivery_seconds{sink}     time of one attempt
+//	onceflow_sink_ledger_stale_entries_total{sink}  ledger entries a restore skipped (a zombie's)
 //	onceflow_sink_outbox_purges_total        outbox purges up to the committed offsets
 //
 // Counters with a label exist at zero for their known labels (outcomes,

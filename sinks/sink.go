@@ -62,6 +62,7 @@
 //	onceflow_sink_dead_letters_total{sink}        deliveries written to the dead-letter topic
 //	onceflow_sink_unknown{sink}                   deliveries parked as unknown in the ledgers this runner holds
 //	onceflow_sink_delivery_seconds{sink}          time of one attempt (histogram)
+//	onceflow_sink_ledger_stale_entries_total{sink} ledger entries a restore skipped: written after another runner's fence
 package sinks
 
 import (

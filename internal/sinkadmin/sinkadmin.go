@@ -142,13 +142,31 @@ func Ledger(ctx context.Context, brokers []string, app, sink string, extra ...kg
 }
 
 // latest folds a ledger changelog into the latest entry per key (a
-// tombstone removes the key); bad counts values that did not decode.
+// tombstone removes the key), as a runner's restore does: fence records
+// and entries written by a runner that had lost the partition are left
+// out (sinkrunner.Fold); bad counts values that did not decode.
 func latest(sink string, recs []verify.Record) (ds []Delivery, bad int) {
 	byKey := map[string]sinkrunner.Entry{}
 	part := map[string]int32{}
 	undecodable := map[string]bool{}
+	folds := map[int32]*sinkrunner.Fold{}
 	for _, r := range recs {
 		k := string(r.Key)
+		f := folds[r.Partition]
+		if f == nil {
+			f = &sinkrunner.Fold{}
+			folds[r.Partition] = f
+		}
+		cur := func() (sinkrunner.Entry, bool, error) {
+			e, ok := byKey[k]
+			if undecodable[k] {
+				return e, true, sinkrunner.ErrUndecodable
+			}
+			return e, ok, nil
+		}
+		if !f.Admit(r.Offset, r.Key, r.Value, cur) {
+			continue
+		}
 		part[k] = r.Partition
 		delete(undecodable, k)
 		if r.Value == nil {

@@ -69,6 +69,11 @@ type Entry struct {
 	// Undecodable is the ledger value this entry replaced, kept as it was
 	// when the runner could not decode it (see ClassUndecodable).
 	Undecodable []byte `json:"undecodable,omitempty"`
+	// Fence is the fence generation of the runner that wrote the entry
+	// (see ledgers.fence): a restore skips an entry whose fence is below
+	// a fence record read before it, written by an owner that had lost
+	// the partition. Zero: written before entries carried it, applied.
+	Fence int64 `json:"fence,omitempty"`
 }
 
 // Action is what the runner does next with a delivery.

@@ -30,15 +30,41 @@ func OpenLedgers(c kafka.Client, t kafka.Timeouts) (*Ledgers, error) {
 	return &Ledgers{l: newLedgers(db, p, nil, kafka.NewChangelogReader(c, t.WithDefaults().Transaction)), db: db, p: p}, nil
 }
 
-// Restore brings a ledger partition up to its changelog's end.
-func (l *Ledgers) Restore(ctx context.Context, ledger string, p int32) error {
-	_, err := l.l.restore(ctx, ledger, p)
-	return err
+// Restore brings a ledger partition up to its changelog's end and returns
+// how many stale entries (a zombie's, see Entry.Fence) it skipped.
+func (l *Ledgers) Restore(ctx context.Context, ledger string, p int32) (int, error) {
+	res, err := l.l.restore(ctx, ledger, p)
+	return res.stale, err
+}
+
+// Fence records a fence for a ledger partition and returns its generation.
+func (l *Ledgers) Fence(ctx context.Context, ledger string, p int32) (int64, error) {
+	return l.l.fence(ctx, ledger, p)
 }
 
 // Put records an entry.
 func (l *Ledgers) Put(ctx context.Context, ledger string, p int32, key string, e Entry) error {
 	return l.l.put(ctx, &write{ledger: ledger, partition: p, key: key, entry: e})
+}
+
+// TakeOver does what a session does with a partition it is given:
+// restore its ledger, record a fence, write again the entries whose
+// latest changelog record the restore skipped. It returns the fence.
+func (l *Ledgers) TakeOver(ctx context.Context, ledger string, p int32) (int64, error) {
+	res, err := l.l.restore(ctx, ledger, p)
+	if err != nil {
+		return 0, err
+	}
+	g, err := l.l.fence(ctx, ledger, p)
+	if err != nil {
+		return 0, err
+	}
+	return g, l.l.repair(ctx, ledger, p, res.staleKeys, g)
+}
+
+// Delete records an entry's expiry (a tombstone).
+func (l *Ledgers) Delete(ctx context.Context, ledger string, p int32, key string) error {
+	return l.l.put(ctx, &write{ledger: ledger, partition: p, key: key, delete: true})
 }
 
 // Get reads an entry from Pebble.

@@ -28,7 +28,7 @@ func TestLedgerRestoreAfterAnotherWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(l.Close)
-		if err := l.Restore(ctx, ledger, 0); err != nil {
+		if _, err := l.Restore(ctx, ledger, 0); err != nil {
 			t.Fatal(err)
 		}
 		return l
@@ -45,8 +45,8 @@ func TestLedgerRestoreAfterAnotherWriter(t *testing.T) {
 	owner := open() // the partition moved
 	put(owner, "k1", succeeded)
 	put(owner, "k2", succeeded)
-	put(zombie, "k3", succeeded)                           // the zombie's late write, after the owner's
-	if err := zombie.Restore(ctx, ledger, 0); err != nil { // the partition came back
+	put(zombie, "k3", succeeded)                              // the zombie's late write, after the owner's
+	if _, err := zombie.Restore(ctx, ledger, 0); err != nil { // the partition came back
 		t.Fatal(err)
 	}
 	for _, k := range []string{"k0", "k1", "k2", "k3"} {

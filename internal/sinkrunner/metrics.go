@@ -21,8 +21,11 @@ type metrics struct {
 	deadLetters *prometheus.CounterVec
 	unknown     *prometheus.GaugeVec
 	latency     *prometheus.HistogramVec
-	purges      prometheus.Counter
-	purged      atomic.Int64 // purges, for Runner.Purges
+	// staleEntries counts ledger changelog entries a restore skipped as
+	// written by a runner that had lost the partition (see Fold).
+	staleEntries *prometheus.CounterVec
+	purges       prometheus.Counter
+	purged       atomic.Int64 // purges, for Runner.Purges
 }
 
 // newMetrics registers the runner's metrics with reg (nil: none), every
@@ -43,6 +46,8 @@ func newMetrics(reg prometheus.Registerer, app, instance string, sinkNames []str
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "onceflow_sink_delivery_seconds",
 			Help:    "Time of one attempt, by sink.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), ConstLabels: labels}, []string{"sink"}),
+		staleEntries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "onceflow_sink_ledger_stale_entries_total",
+			Help: "Ledger entries a restore skipped: written by a runner that had lost the partition, after the new owner's fence, by sink.", ConstLabels: labels}, []string{"sink"}),
 	}
 	m.purges = countingCounter{prometheus.NewCounter(prometheus.CounterOpts{Name: "onceflow_sink_outbox_purges_total",
 		Help: "Outbox purges: records below the committed offsets deleted (one per topic).", ConstLabels: labels}), &m.purged}
@@ -55,11 +60,12 @@ func newMetrics(reg prometheus.Registerer, app, instance string, sinkNames []str
 		m.deadLetters.WithLabelValues(s)
 		m.unknown.WithLabelValues(s)
 		m.latency.WithLabelValues(s)
+		m.staleEntries.WithLabelValues(s)
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.deliveries, m.retries, m.backlog, m.deadLetters, m.unknown, m.latency, m.purges} {
+	for _, c := range []prometheus.Collector{m.deliveries, m.retries, m.backlog, m.deadLetters, m.unknown, m.latency, m.staleEntries, m.purges} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -75,8 +75,13 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 			if err != nil {
 				return nil, err
 			}
-			ss.unk[sk.name] += n
-			r.m.unknown.WithLabelValues(sk.name).Add(float64(n))
+			if n.stale > 0 {
+				r.log.Info("ledger restore skipped entries a runner wrote after it had lost the partition",
+					"sink", sk.name, "partition", p, "count", n.stale)
+			}
+			r.m.staleEntries.WithLabelValues(sk.name).Add(float64(n.stale))
+			ss.unk[sk.name] += n.unknown
+			r.m.unknown.WithLabelValues(sk.name).Add(float64(n.unknown))
 			fence, err := r.ledgers.fence(ss.ctx, sk.ledger, p)
 			if err != nil && s.Context().Err() != nil {
 				r.log.Info("recording the fence stopped: the session ended", "error", err)
@@ -84,6 +89,13 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 			}
 			if err != nil {
 				return nil, fmt.Errorf("sinkrunner: record the fence of %s/%d: %w", topic, p, err)
+			}
+			if err := r.ledgers.repair(ss.ctx, sk.ledger, p, n.staleKeys, fence); err != nil {
+				if s.Context().Err() != nil {
+					r.log.Info("writing the skipped ledger entries again stopped: the session ended", "error", err)
+					return nil, fmt.Errorf("%w: %w", errSessionEnded, err)
+				}
+				return nil, fmt.Errorf("sinkrunner: write the ledger of %s/%d again: %w", topic, p, err)
 			}
 			ss.parts[topic][p] = newPartition(ss, sk, p, fence)
 		}
@@ -627,6 +639,7 @@ func (r *Runner) record(ctx context.Context, p *partition, key string, e Entry, 
 	if r.crashed.Load() {
 		return false
 	}
+	e.Fence = p.fence.Generation
 	err := r.ledgers.put(context.WithoutCancel(ctx), &write{ledger: p.sink.ledger, partition: p.part, key: key, entry: e, dlq: dlq})
 	if err != nil {
 		r.log.Error("cannot write the delivery ledger; the delivery stays unsettled, joining again", "sink", p.sink.name, "key", key, "error", err)

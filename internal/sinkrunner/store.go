@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -57,8 +58,9 @@ type write struct {
 }
 
 // fenceKey keys the fence record of a ledger partition. No idempotency
-// key starts with a NUL byte; the record is a tombstone, so it leaves
-// nothing in the ledger.
+// key starts with a NUL byte. The record is not applied as an entry:
+// Pebble keeps under this key the latest fence before the recorded
+// changelog position (storedFence), where a restore's Fold starts.
 const fenceKey = "\x00onceflow-fence"
 
 func task(p int32) statestore.Task { return statestore.Task{Partition: p} }
@@ -115,8 +117,9 @@ func (l *ledgers) putAll(ctx context.Context, ws []*write) error {
 
 // fence records in a ledger partition's changelog that this runner is
 // taking the partition, and returns the changelog offset after that
-// record: the generation of the fence of the runner's deliveries from the
-// partition (sinks.Fence). Offsets of one partition only rise, whatever
+// record (the writer ends a batch with it, so it is the last record of
+// its partition there): the generation of the fence of the runner's
+// deliveries from the partition (sinks.Fence). Offsets of one partition only rise, whatever
 // happens to the group, so a later owner's fence, recorded after this
 // one, is higher.
 func (l *ledgers) fence(ctx context.Context, store string, p int32) (int64, error) {
@@ -143,8 +146,10 @@ func (l *ledgers) run() {
 		case <-l.stop:
 			return
 		}
+		// A fence ends its batch: its generation is the offset after its
+		// own record, what a restore's Fold computes.
 	fill:
-		for len(batch) < 512 {
+		for len(batch) < 512 && !batch[len(batch)-1].fence {
 			select {
 			case w := <-l.writes:
 				batch = append(batch, w)
@@ -196,8 +201,11 @@ func (l *ledgers) apply(batch []*write) error {
 			p.Send(w.dlq)
 		}
 		m := &kafka.Message{Topic: w.ledger, Partition: w.partition, Key: []byte(w.key), Value: EncodeEntry(w.entry), Track: true}
-		if w.delete || w.fence {
+		switch {
+		case w.delete:
 			m.Value = nil
+		case w.fence:
+			m.Value = fenceValue
 		}
 		p.Send(m)
 	}
@@ -218,10 +226,12 @@ func (l *ledgers) apply(batch []*write) error {
 		txn := l.db.Begin()
 		defer txn.Discard()
 		sent := map[statestore.StoreTask]int64{}
+		var fence *write
 		for _, w := range batch {
 			w.offset = offsets[w.ledger][w.partition]
 			sent[statestore.StoreTask{Store: w.ledger, Task: task(w.partition)}]++
 			if w.fence {
+				fence = w
 				continue
 			}
 			if w.delete {
@@ -236,6 +246,11 @@ func (l *ledgers) apply(batch []*write) error {
 		var applied map[statestore.StoreTask]int64
 		if err == nil {
 			applied, err = l.positions(sent, offsets)
+		}
+		if err == nil && fence != nil && applied[statestore.StoreTask{Store: fence.ledger, Task: task(fence.partition)}] == fence.offset {
+			// The fence is kept in Pebble only once the position is past
+			// it: a restore from an earlier position reads it again.
+			err = txn.Put(fence.ledger, task(fence.partition), []byte(fenceKey), storedFence(fence.offset))
 		}
 		if err == nil {
 			err = txn.Apply(applied)
@@ -296,44 +311,127 @@ func (l *ledgers) failed() error {
 	return l.err
 }
 
+// restored is what a ledger restore found.
+type restored struct {
+	unknown int // entries parked as unknown
+	stale   int // changelog entries skipped as a zombie's (see Fold)
+	// staleKeys are the keys of those entries: the zombie's record is
+	// their latest in the changelog, the one compaction keeps, until
+	// the owner writes them again (repair).
+	staleKeys []string
+}
+
 // restore brings the ledger of an outbox partition up to its changelog's
 // end, from the offset Pebble has recorded (from the start when the
-// changelog no longer holds it), and returns how many of its entries are
-// parked as unknown.
-func (l *ledgers) restore(ctx context.Context, store string, p int32) (unknown int, err error) {
+// changelog no longer holds it), applying the fence rule (Fold). A
+// restore onto local state that skips a stale entry starts again from
+// nothing: the local state may hold that entry, applied when this runner
+// wrote it as a zombie, and only the changelog knows what it replaced.
+func (l *ledgers) restore(ctx context.Context, store string, p int32) (restored, error) {
 	from, ok, err := l.db.Offset(store, task(p))
 	if err != nil {
-		return 0, err
+		return restored{}, err
 	}
 	if !ok {
 		from = 0
 	}
-	apply := func(batch []kafka.ChangelogRecord, next int64) error {
-		changes := make([]statestore.Change, len(batch))
-		for i, r := range batch {
-			changes[i] = statestore.Change{Key: r.Key, Value: r.Value, Tombstone: r.Value == nil}
-		}
-		return l.db.Restore(store, task(p), changes, next)
-	}
-	err = l.reader.Read(ctx, store, p, from, apply)
-	if errors.Is(err, kafka.ErrOffsetGone) {
+	f, stale, err := l.replay(ctx, store, p, from)
+	if errors.Is(err, kafka.ErrOffsetGone) || (err == nil && ok && f.Stale > 0) {
 		if err = l.db.Wipe(store, task(p)); err == nil {
 			var start int64
 			if start, _, err = l.reader.Bounds(ctx, store, p); err == nil {
-				err = l.reader.Read(ctx, store, p, start, apply)
+				f, stale, err = l.replay(ctx, store, p, start)
 			}
 		}
 	}
 	if err != nil {
-		return 0, fmt.Errorf("sinkrunner: restore ledger %s/%d: %w", store, p, err)
+		return restored{}, fmt.Errorf("sinkrunner: restore ledger %s/%d: %w", store, p, err)
 	}
+	res := restored{stale: f.Stale, staleKeys: slices.Sorted(maps.Keys(stale))}
 	err = l.db.Range(store, task(p), nil, nil, func(_, v []byte) bool {
 		if e, derr := DecodeEntry(v); derr == nil && e.State == Unknown {
-			unknown++
+			res.unknown++
 		}
 		return true
 	})
-	return unknown, err
+	return res, err
+}
+
+// replay applies a ledger partition's changelog from offset from to its
+// end, through a Fold that starts at the fence Pebble kept, and returns
+// the keys of the entries it skipped.
+func (l *ledgers) replay(ctx context.Context, store string, p int32, from int64) (*Fold, map[string]bool, error) {
+	f, stale := &Fold{}, map[string]bool{}
+	if b, ok, err := l.db.Get(store, task(p), []byte(fenceKey)); err != nil {
+		return f, stale, err
+	} else if e, derr := DecodeEntry(b); ok && derr == nil {
+		f.Fence = e.Fence
+	}
+	apply := func(batch []kafka.ChangelogRecord, next int64) error {
+		changes := make([]statestore.Change, 0, len(batch))
+		last := map[string]int{} // a key's latest change in this batch
+		var getErr error
+		for _, r := range batch {
+			cur := func() (Entry, bool, error) {
+				if i, ok := last[string(r.Key)]; ok {
+					if changes[i].Tombstone {
+						return Entry{}, false, nil
+					}
+					e, err := DecodeEntry(changes[i].Value)
+					return e, true, err
+				}
+				b, ok, err := l.db.Get(store, task(p), r.Key)
+				if err != nil {
+					getErr = err
+				}
+				if err != nil || !ok {
+					return Entry{}, false, err
+				}
+				e, err := DecodeEntry(b)
+				return e, true, err
+			}
+			c := statestore.Change{Key: r.Key, Value: r.Value, Tombstone: r.Value == nil}
+			switch {
+			case IsFence(r.Key):
+				f.Admit(r.Offset, r.Key, r.Value, cur)
+				c = statestore.Change{Key: r.Key, Value: storedFence(f.Fence)}
+			case !f.Admit(r.Offset, r.Key, r.Value, cur):
+				stale[string(r.Key)] = true
+				continue
+			}
+			last[string(r.Key)] = len(changes)
+			changes = append(changes, c)
+		}
+		if getErr != nil {
+			return getErr
+		}
+		return l.db.Restore(store, task(p), changes, next)
+	}
+	return f, stale, l.reader.Read(ctx, store, p, from, apply)
+}
+
+// repair writes again, under the owner's fence, the entries of keys
+// whose latest changelog record a restore skipped as a zombie's, so that
+// the record compaction keeps for each is the owner's (a tombstone where
+// the ledger has none): once older fence records are compacted away, a
+// restore from the start could no longer tell the zombie's apart.
+func (l *ledgers) repair(ctx context.Context, store string, p int32, keys []string, fence int64) error {
+	ws := make([]*write, 0, len(keys))
+	for _, k := range keys {
+		b, ok, err := l.db.Get(store, task(p), []byte(k))
+		if err != nil {
+			return err
+		}
+		w := &write{ledger: store, partition: p, key: k, delete: !ok}
+		if ok {
+			if w.entry, err = DecodeEntry(b); err != nil {
+				continue // left as it is, parked when its delivery is read
+			}
+			w.entry.Fence = fence
+		}
+		ws = append(ws, w)
+	}
+	return l.putAll(ctx, ws)
 }
 
 // dlqMessage is the dead-letter record of an outbox record.
