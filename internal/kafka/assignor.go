@@ -222,6 +222,17 @@ func (a *taskAssignor) assignment(generation int32) (Assignment, bool) {
 	return out, true
 }
 
+// holds reports whether the latest assignment gives this member topic's
+// partition (true while it knows of none).
+func (a *taskAssignor) holds(topic string, partition int32) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.last.Topics == nil {
+		return true
+	}
+	return slices.Contains(a.mu.last.Topics[topic], partition)
+}
+
 // tasksOf lists the tasks of topic-partitions, sorted, without repeats.
 func (a *taskAssignor) tasksOf(topics map[string][]int32) []Task {
 	var ts []Task
