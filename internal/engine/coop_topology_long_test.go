@@ -67,3 +67,52 @@ func claimedOf(r *enginetest.Replica) []string {
 	}
 	return out
 }
+
+// A task goes from r1 to r2 and, when r2 leaves, back to r1 within r1's
+// session. r1 kept its own (now stale) state of the task: the restore
+// must catch up with what r2 counted and deduplicated meanwhile. The
+// events r2 counted are sent again once r1 holds the task again: each is
+// a duplicate and counted once; every key's count is exact.
+func TestTaskBackWithinTheSessionCatchesUpWithItsOtherOwner(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 2)
+	g := compile(t, countTopology(in, out))
+	env.Produce(in, 0, 100)
+	var waits atomic.Int32
+	cfg1, log1 := capturedConfig(env, app, "r1", &waits)
+	cfg1.StateDir = t.TempDir()
+	r1 := env.Start(cfg1, g)
+	env.WaitCount(out, 100, 60*time.Second)
+	r2 := env.Start(stateConfig(env, app, "r2", t.TempDir()), g)
+	waitFor(t, "each replica to hold a task", 60*time.Second, func() bool {
+		return len(claimedOf(r1)) == 1 && len(claimedOf(r2)) == 1
+	})
+	env.Produce(in, 100, 100)
+	env.WaitCount(out, 200, 60*time.Second)
+	if err := r2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "r1 to hold both tasks again", 60*time.Second, func() bool { return len(claimedOf(r1)) == 2 })
+	env.Produce(in, 100, 100) // the same events again
+	env.Produce(in, 200, 100)
+	env.WaitCount(out, 300, 60*time.Second)
+	waitConsumed(t, env, app, 60*time.Second, in)
+	if err := r1.Stop(); err != nil {
+		t.Error(err)
+	}
+	t.Logf("r1 %+v; r2 %+v", r1.E.Stats(), r2.E.Stats())
+	if n := strings.Count(log1.String(), "session started"); n != 1 || !strings.Contains(log1.String(), "task claimed") {
+		t.Errorf("r1 ran %d sessions and took its task back within one: %v, want 1 and true", n, strings.Contains(log1.String(), "task claimed"))
+	}
+	got := lastCounts(env, out)
+	var wrong []string
+	for k, n := range got {
+		if n != 6 {
+			wrong = append(wrong, fmt.Sprintf("%s=%d", k, n))
+		}
+	}
+	if len(got) != 50 || len(wrong) > 0 || len(env.Read(out)) != 300 {
+		t.Errorf("%d keys, %d outputs (want 50 keys at 6, 300 outputs); wrong: %v", len(got), len(env.Read(out)), wrong)
+	}
+}
