@@ -3,6 +3,7 @@
 package engine_test
 
 import (
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -82,4 +83,52 @@ func TestRevokeWhileTheDriverIsStuckInACommit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// r1's driver fails to apply a committed transaction's state (it rewinds:
+// drops the producer, ends the session) just as r2 joins and the group
+// revokes half r1's tasks: the revoke meets a driver that is rewinding.
+// The counts read back equal a recount of the input.
+func TestRevokeDuringARewind(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 4)
+	g := compile(t, plainCountTopology(in, out))
+	cfg1 := stateConfig(env, app, "r1", t.TempDir())
+	var armed atomic.Bool
+	held, failed := make(chan struct{}), make(chan struct{})
+	var r2 atomic.Pointer[enginetest.Replica]
+	cfg1.Hooks.ApplyError = func() error {
+		if !armed.CompareAndSwap(true, false) {
+			return nil
+		}
+		close(held)
+		// Fail once the group is in a generation after r2 joined: r1's
+		// revoke is then waiting for this driver.
+		for r := r2.Load(); r == nil || r.E.Status().Generation < 2; r = r2.Load() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		close(failed)
+		return errors.New("injected apply failure")
+	}
+	load := startLoad(env, in, 0, 20)
+	r1 := env.Start(cfg1, g)
+	waitFor(t, "r1 to commit", 60*time.Second, func() bool { return r1.E.Stats().Committed >= 3 })
+	armed.Store(true)
+	recv(t, "r1's apply held", held, 60*time.Second)
+	r2.Store(env.Start(stateConfig(env, app, "r2", t.TempDir()), g))
+	recv(t, "r1's apply failure", failed, 60*time.Second)
+	waitFor(t, "both replicas to hold two partitions and commit", 90*time.Second, func() bool {
+		return len(claimedOf(r1)) == 2 && len(claimedOf(r2.Load())) == 2 && r2.Load().E.Stats().Committed >= 2 && r1.E.Stats().Committed >= 5
+	})
+	n := load.finish()
+	env.WaitCount(out, n, 90*time.Second)
+	waitConsumed(t, env, app, 60*time.Second, in)
+	for _, r := range []*enginetest.Replica{r1, r2.Load()} {
+		if err := r.Stop(); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("%d input records; r1 %+v; r2 %+v", n, r1.E.Stats(), r2.Load().E.Stats())
+	checkCounts(t, env, in, out)
 }
