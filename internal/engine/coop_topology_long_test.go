@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/verify"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -114,5 +115,69 @@ func TestTaskBackWithinTheSessionCatchesUpWithItsOtherOwner(t *testing.T) {
 	}
 	if len(got) != 50 || len(wrong) > 0 || len(env.Read(out)) != 300 {
 		t.Errorf("%d keys, %d outputs (want 50 keys at 6, 300 outputs); wrong: %v", len(got), len(env.Read(out)), wrong)
+	}
+}
+
+// A wall-clock punctuator counts its firings per task in a store and
+// forwards each count. A task moves from r1 to r2 while both tick every
+// 50 ms, and back to r1 when r2 leaves. Suspected: the old owner fires
+// for the task after releasing it (its schedule outlives the claim), or
+// the new owner starts from a count that misses the old owner's last
+// firing. Per task, the counts read back read_committed must be 1, 2, ...
+// each once.
+func TestPunctuatorOfAMovedTaskFiresOnce(t *testing.T) {
+	env := enginetest.New(t)
+	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
+	env.CreateTopic(in, 2)
+	env.CreateTopic(out, 1)
+	env.Produce(in, 0, 20)
+	firings := func(tag, task string) (n int) {
+		for _, r := range env.Read(out) {
+			if string(r.Key) == tag && strings.HasSuffix(r.Headers[verify.SourceHeader], "/"+task) {
+				n++
+			}
+		}
+		return n
+	}
+	r1 := env.Start(stateConfig(env, app, "r1", t.TempDir()), compile(t, tickTopology(in, out, "r1")))
+	waitFor(t, "r1's ticks on both tasks", 60*time.Second, func() bool { return firings("r1", "0_0") >= 10 && firings("r1", "0_1") >= 10 })
+	r2 := env.Start(stateConfig(env, app, "r2", t.TempDir()), compile(t, tickTopology(in, out, "r2")))
+	waitFor(t, "r2's ticks", 60*time.Second, func() bool { return firings("r2", "0_0")+firings("r2", "0_1") >= 20 })
+	if err := r2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "r1 to hold both tasks again", 60*time.Second, func() bool { return len(claimedOf(r1)) == 2 })
+	before := firings("r1", "0_0") + firings("r1", "0_1")
+	waitFor(t, "r1's ticks on both tasks again", 60*time.Second, func() bool {
+		return firings("r1", "0_0")+firings("r1", "0_1") >= before+40
+	})
+	if err := r1.Stop(); err != nil {
+		t.Error(err)
+	}
+	seen := map[string]map[int]int{}
+	for _, r := range env.Read(out) {
+		src := r.Headers[verify.SourceHeader]
+		task := src[strings.LastIndex(src, "/")+1:]
+		var tag string
+		var n int
+		if _, err := fmt.Sscanf(strings.Replace(string(r.Value), ":", " ", 1), "%s %d", &tag, &n); err != nil {
+			t.Fatalf("value %q: %v", r.Value, err)
+		}
+		if seen[task] == nil {
+			seen[task] = map[int]int{}
+		}
+		seen[task][n]++
+	}
+	for task, ns := range seen {
+		var bad []string
+		for i := 1; i <= len(ns); i++ {
+			if ns[i] != 1 {
+				bad = append(bad, fmt.Sprintf("%d×%d", i, ns[i]))
+			}
+		}
+		t.Logf("task %s: %d firings", task, len(ns))
+		if len(bad) > 0 {
+			t.Errorf("task %s: counts not each once: %v", task, bad)
+		}
 	}
 }
