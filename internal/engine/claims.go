@@ -225,7 +225,7 @@ func (h *handler) prepare(s kafka.Session, task statestore.Task) error {
 	defer e.restoringTasks(sts, false)
 	h.tasks.restore.Lock()
 	defer h.tasks.restore.Unlock()
-	ctx, stop := whileAssigned(s, task)
+	ctx, stop := whileAssigned(s, mine)
 	e.progress.restoring(true, promread.Total(e.m.restored))
 	err := e.restoreTasks(ctx, mine)
 	e.progress.restoring(false, promread.Total(e.m.restored))
@@ -247,15 +247,26 @@ func (h *handler) prepare(s kafka.Session, task statestore.Task) error {
 }
 
 // whileAssigned returns a context that ends with s or once the group's
-// assignment no longer gives s the task, and a stop function that reports
-// whether the task was revoked (by then, or in the assignment in force
-// when it is called).
-func whileAssigned(s kafka.Session, task statestore.Task) (context.Context, func() bool) {
+// assignment no longer gives s the task's topic-partitions (mine), and a
+// stop function that reports whether the task was revoked (by then, or in
+// the assignment in force when it is called). It compares topic-partitions,
+// not the assignment's tasks: those are numbered by the leader's topology,
+// which may number sub-topologies otherwise.
+func whileAssigned(s kafka.Session, mine map[string][]int32) (context.Context, func() bool) {
 	ctx, cancel := context.WithCancel(s.Context())
-	want := kafka.Task{SubTopology: int32(task.SubTopology), Partition: task.Partition}
 	lost := func() bool {
 		a, ok := s.Assignment()
-		return ok && !slices.Contains(a.Tasks, want)
+		if !ok {
+			return false
+		}
+		for topic, ps := range mine {
+			for _, p := range ps {
+				if !slices.Contains(a.Topics[topic], p) {
+					return true
+				}
+			}
+		}
+		return false
 	}
 	var revoked atomic.Bool
 	done := make(chan struct{})

@@ -33,8 +33,12 @@ func compareTasks(a, b Task) int {
 // member received it.
 type Assignment struct {
 	Generation int32
-	// Tasks are this member's, sorted.
+	// Tasks are this member's, sorted, numbered by the leader's topology
+	// (a member whose topology differs numbers its sub-topologies
+	// otherwise: Topics says what it was given in its own terms).
 	Tasks []Task
+	// Topics are this member's topic-partitions.
+	Topics map[string][]int32
 	// Owners maps every assigned task of the group to its owner: the
 	// owner's instance id (its member id when it has none).
 	Owners map[Task]string

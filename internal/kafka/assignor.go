@@ -165,7 +165,10 @@ func (a *taskAssignor) joinEnded() {
 
 // OnAssignment records what this member was assigned.
 func (a *taskAssignor) OnAssignment(as *sarama.ConsumerGroupMemberAssignment, generation int32) {
-	got := Assignment{Generation: generation, Owners: map[Task]string{}}
+	got := Assignment{Generation: generation, Owners: map[Task]string{}, Topics: map[string][]int32{}}
+	for topic, ps := range as.Topics {
+		got.Topics[topic] = slices.Clone(ps)
+	}
 	if data, err := decodeAssignment(as.UserData); err == nil {
 		got.Tasks = data.Tasks
 		got.Withheld = data.Withheld
@@ -212,7 +215,22 @@ func (a *taskAssignor) assignment(generation int32) (Assignment, bool) {
 	out := a.mu.last
 	out.Tasks = slices.Clone(out.Tasks)
 	out.Owners = maps.Clone(out.Owners)
+	out.Topics = maps.Clone(out.Topics)
+	for topic, ps := range out.Topics {
+		out.Topics[topic] = slices.Clone(ps)
+	}
 	return out, true
+}
+
+// holds reports whether the latest assignment gives this member topic's
+// partition (true while it knows of none).
+func (a *taskAssignor) holds(topic string, partition int32) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.last.Topics == nil {
+		return true
+	}
+	return slices.Contains(a.mu.last.Topics[topic], partition)
 }
 
 // tasksOf lists the tasks of topic-partitions, sorted, without repeats.

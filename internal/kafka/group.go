@@ -102,7 +102,8 @@ type ClaimHandler interface {
 	Claimed(s Session, topic string, partition int32, claim uint64) error
 	// Revoked runs in the claim's goroutine when the group took the
 	// partition away while the session goes on, after the claim's last
-	// batch was handed on: the handler is done with the partition when it
+	// batch was handed on (or dropped, when the handler did not take it
+	// and the group had revoked the claim meanwhile): the handler is done with the partition when it
 	// returns (within the rebalance timeout), and sarama releases it to
 	// its next owner.
 	Revoked(s Session, topic string, partition int32, claim uint64)
@@ -371,13 +372,70 @@ func (a *adapter) feed(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroup
 				break fill
 			}
 		}
-		select {
-		case <-ctx.Done():
+		switch a.handOn(ctx, claim, b) {
+		case handedOn:
+		case claimRevoked:
+			return true
+		case sessionEnded:
 			return false
-		case a.out <- b:
 		}
 		if !ok {
 			return true
+		}
+	}
+}
+
+// handOnResult is what became of a batch handOn was given.
+type handOnResult int
+
+const (
+	handedOn     handOnResult = iota
+	claimRevoked              // the batch was dropped: the group took the partition away
+	sessionEnded
+)
+
+// handOn hands b on. While the handler does not take it (a driver stuck in
+// a commit, its queue full), it checks whether the group's latest
+// assignment still gives this member the partition: when it no longer
+// does, b and whatever the claim still delivers are dropped (the next
+// owner reads them from the committed offsets), so that the handler learns
+// of the revocation (ClaimHandler.Revoked) now rather than once it takes
+// the batch, which a stuck one never does.
+func (a *adapter) handOn(ctx context.Context, claim sarama.ConsumerGroupClaim, b Batch) handOnResult {
+	select {
+	case <-ctx.Done():
+		return sessionEnded
+	case a.out <- b:
+		return handedOn
+	default:
+	}
+	var tick <-chan time.Time
+	if a.g.tasks != nil {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return sessionEnded
+		case a.out <- b:
+			return handedOn
+		case <-tick:
+		}
+		if a.g.tasks.holds(b.Topic, b.Partition) {
+			continue
+		}
+		// sarama closes a revoked claim's messages: drain them.
+		for {
+			select {
+			case <-ctx.Done():
+				return sessionEnded
+			case _, ok := <-claim.Messages():
+				if !ok {
+					return claimRevoked
+				}
+			}
 		}
 	}
 }
