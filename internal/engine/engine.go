@@ -288,6 +288,11 @@ func (e *Engine) run(ctx context.Context) error {
 	go func() {
 		defer close(drained)
 		for err := range group.Errors() {
+			if errors.Is(err, errSessionEnded) || errors.Is(err, kafka.ErrClaimRevoked) {
+				// Routine: a claim's setup cut short by a rebalance or a stop.
+				e.log.Debug("claim ended during its setup", "error", err)
+				continue
+			}
 			e.log.Warn("group error", "error", err)
 		}
 	}()
