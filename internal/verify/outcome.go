@@ -45,6 +45,10 @@ type Spec struct {
 	// nothing (a filter, a flat-map, a process stage) or a windowed
 	// aggregation.
 	MayDrop []string `json:"may_drop,omitempty"`
+	// Required are, per input topic, the outputs every record of it
+	// reaches unless a stage rejects it: one output of a fan-out lost is
+	// a loss even when the record's other outputs are there.
+	Required map[string][]string `json:"required,omitempty"`
 }
 
 // TopicCount is what one output topic held.
@@ -78,6 +82,10 @@ type OutcomeReport struct {
 	// (Spec.MayDrop), which do not fail the check.
 	Missing   int `json:"missing"`
 	NoOutcome int `json:"no_outcome"`
+	// Partial counts inputs, none of whose outcomes is a rejection, with
+	// outputs on some but not all of the topics they always reach
+	// (Spec.Required): a fan-out's output lost.
+	Partial int `json:"partial"`
 	// Doubled counts inputs with an outcome twice (the same output, or the
 	// same rejection, more than once); Extra the copies beyond the first.
 	Doubled int `json:"doubled"`
@@ -108,6 +116,9 @@ func (r OutcomeReport) String() string {
 	}
 	s := fmt.Sprintf("input %d, output %d, rejections %d: with output %d, rejected only %d, missing %d, doubled %d, unexpected %d",
 		r.Input, r.Output, r.Rejections, r.WithOutput, r.RejectedOnly, r.Missing, r.Doubled, r.Unexpected)
+	if r.Partial > 0 {
+		s += fmt.Sprintf(", partial %d (an output of a fan-out missing)", r.Partial)
+	}
 	if r.NoOutcome > 0 {
 		s += fmt.Sprintf(", no outcome %d (topics that may drop records)", r.NoOutcome)
 	}
@@ -185,6 +196,7 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 	type outcomes struct {
 		outputs, rejections int
 		seen                map[string]int
+		topics              map[string]bool
 	}
 	of := make(map[inputKey]*outcomes, len(in))
 	windowSeen := map[string]int{}
@@ -203,16 +215,17 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 		k = inputKey{topic, p, o}
 		return k, false, parsed && inputs[topic] && known[k]
 	}
-	add := func(k inputKey, sig string, rejection bool) {
+	add := func(k inputKey, topic, sig string, rejection bool) {
 		o := of[k]
 		if o == nil {
-			o = &outcomes{seen: map[string]int{}}
+			o = &outcomes{seen: map[string]int{}, topics: map[string]bool{}}
 			of[k] = o
 		}
 		if rejection {
 			o.rejections++
 		} else {
 			o.outputs++
+			o.topics[topic] = true
 		}
 		o.seen[sig]++
 	}
@@ -236,7 +249,7 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 			rep.Windowed++
 			windowSeen[signature(r.Topic, r.Partition, r.Key, r.Value, r.Headers[SourceHeader])]++
 		default:
-			add(k, signature(r.Topic, r.Partition, r.Key, r.Value, r.Headers[idempotencyHeader]), false)
+			add(k, r.Topic, signature(r.Topic, r.Partition, r.Key, r.Value, r.Headers[idempotencyHeader]), false)
 		}
 	}
 	for _, r := range rejected {
@@ -251,7 +264,7 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 		case !ok:
 			rep.Unexpected++
 		default:
-			add(k, signature("", 0, r.Key, r.Value, r.Headers[rejectReasonHeader], r.Headers[rejectNodeHeader]), true)
+			add(k, "", signature("", 0, r.Key, r.Value, r.Headers[rejectReasonHeader], r.Headers[rejectNodeHeader]), true)
 		}
 	}
 	mayDrop := map[string]bool{}
@@ -269,6 +282,9 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 			continue
 		case o.outputs > 0:
 			rep.WithOutput++
+			if o.rejections == 0 && slices.ContainsFunc(spec.Required[k.topic], func(t string) bool { return !o.topics[t] }) {
+				rep.Partial++
+			}
 		default:
 			rep.RejectedOnly++
 		}
@@ -291,7 +307,7 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 	for _, t := range slices.Sorted(maps.Keys(topics)) {
 		rep.Topics = append(rep.Topics, *topics[t])
 	}
-	rep.OK = rep.Missing == 0 && rep.Doubled == 0 && rep.Unexpected == 0 && rep.WindowedDoubled == 0
+	rep.OK = rep.Missing == 0 && rep.Partial == 0 && rep.Doubled == 0 && rep.Unexpected == 0 && rep.WindowedDoubled == 0
 	return rep
 }
 

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -32,6 +33,14 @@ func SpecOf(g *graph.Graph, rejected string) Spec {
 	for _, t := range spec.Inputs {
 		if !alwaysReaches(g, g.Source(t), windowed, map[*graph.Node]bool{}) {
 			spec.MayDrop = append(spec.MayDrop, t)
+		}
+		reached := map[string]bool{}
+		mustReach(g, g.Source(t), windowed, map[*graph.Node]bool{}, reached)
+		if len(reached) > 0 {
+			if spec.Required == nil {
+				spec.Required = map[string][]string{}
+			}
+			spec.Required[t] = slices.Sorted(maps.Keys(reached))
 		}
 	}
 	spec.Inputs = sortedUnique(spec.Inputs)
@@ -116,6 +125,26 @@ func alwaysReaches(g *graph.Graph, n *graph.Node, windowed map[string]bool, onPa
 		}
 	}
 	return false
+}
+
+// mustReach adds to reached the outputs that every record handled by n
+// reaches unless a stage rejects it: every stage but those that may drop
+// records forwards each record to all its children.
+func mustReach(g *graph.Graph, n *graph.Node, windowed map[string]bool, onPath map[*graph.Node]bool, reached map[string]bool) {
+	if n == nil || onPath[n] {
+		return
+	}
+	if n.Kind == graph.KindSink && isOutput(n) && !windowed[n.Topic] {
+		reached[n.Topic] = true
+	}
+	if mayDrop(n) {
+		return
+	}
+	onPath[n] = true
+	defer delete(onPath, n)
+	for _, c := range next(g, n) {
+		mustReach(g, c, windowed, onPath, reached)
+	}
 }
 
 func sortedUnique(ts []string) []string {

@@ -17,7 +17,8 @@ import (
 // SpecOf reads what to check from the graph: inputs (not repartition or
 // through topics), outputs (through and outbox topics too, with the
 // application's prefix), the outputs downstream of a window, and the
-// inputs whose every path may drop a record.
+// inputs whose every path may drop a record, and the outputs each input
+// always reaches.
 func TestSpecOf(t *testing.T) {
 	hook := sinks.Func(func(context.Context, sinks.Delivery) error { return nil })
 	t.Run("gates, an aggregate, a through topic and a sink: nothing may drop", func(t *testing.T) {
@@ -33,6 +34,7 @@ func TestSpecOf(t *testing.T) {
 			Inputs:   []string{"payments"},
 			Outputs:  []string{"app-sink-hook", "balances", "payments-through"},
 			Rejected: "app-rejected",
+			Required: map[string][]string{"payments": {"app-sink-hook", "balances", "payments-through"}},
 		}
 		checkSpec(t, tp, want)
 	})
@@ -63,7 +65,8 @@ func TestSpecOf(t *testing.T) {
 		a := topology.Source(tp, "a", serde.String(), serde.String())
 		topology.To(topology.Filter(a, func(_, v string) bool { return v != "" }), "some", serde.String(), serde.String())
 		topology.To(a, "all", serde.String(), serde.String())
-		checkSpec(t, tp, verify.Spec{Inputs: []string{"a"}, Outputs: []string{"all", "some"}, Rejected: "app-rejected"})
+		checkSpec(t, tp, verify.Spec{Inputs: []string{"a"}, Outputs: []string{"all", "some"}, Rejected: "app-rejected",
+			Required: map[string][]string{"a": {"all"}}})
 	})
 }
 
