@@ -49,6 +49,13 @@ type Spec struct {
 	// reaches unless a stage rejects it: one output of a fan-out lost is
 	// a loss even when the record's other outputs are there.
 	Required map[string][]string `json:"required,omitempty"`
+	// AtMost are, per input topic, the output topics a record of it
+	// reaches through stages that forward at most one record each (no
+	// flat-map or process stage on the way), and how many records it
+	// writes there at most: one per path. More is a double, whatever the
+	// values (a replay on state that already holds the record writes
+	// another value).
+	AtMost map[string]map[string]int `json:"at_most,omitempty"`
 }
 
 // TopicCount is what one output topic held.
@@ -196,7 +203,8 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 	type outcomes struct {
 		outputs, rejections int
 		seen                map[string]int
-		topics              map[string]bool
+		topics              map[string]int
+		identical           map[string]int
 	}
 	of := make(map[inputKey]*outcomes, len(in))
 	windowSeen := map[string]int{}
@@ -218,16 +226,19 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 	add := func(k inputKey, topic, sig string, rejection bool) {
 		o := of[k]
 		if o == nil {
-			o = &outcomes{seen: map[string]int{}, topics: map[string]bool{}}
+			o = &outcomes{seen: map[string]int{}, topics: map[string]int{}, identical: map[string]int{}}
 			of[k] = o
 		}
 		if rejection {
 			o.rejections++
 		} else {
 			o.outputs++
-			o.topics[topic] = true
+			o.topics[topic]++
 		}
 		o.seen[sig]++
+		if o.seen[sig] > 1 {
+			o.identical[topic]++
+		}
 	}
 	for _, r := range out {
 		tc := topics[r.Topic]
@@ -282,19 +293,28 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 			continue
 		case o.outputs > 0:
 			rep.WithOutput++
-			if o.rejections == 0 && slices.ContainsFunc(spec.Required[k.topic], func(t string) bool { return !o.topics[t] }) {
+			if o.rejections == 0 && slices.ContainsFunc(spec.Required[k.topic], func(t string) bool { return o.topics[t] == 0 }) {
 				rep.Partial++
 			}
 		default:
 			rep.RejectedOnly++
 		}
-		doubled := false
-		for _, n := range o.seen {
-			if n > 1 {
-				doubled = true
-				rep.Extra += n - 1
+		// Copies beyond the first of one outcome, or beyond the bound
+		// of a topic (spec.AtMost) when that is more.
+		extra := 0
+		for t, n := range o.identical {
+			if max, ok := spec.AtMost[k.topic][t]; ok && o.topics[t]-max > n {
+				n = o.topics[t] - max
+			}
+			extra += n
+		}
+		for t, max := range spec.AtMost[k.topic] {
+			if o.identical[t] == 0 && o.topics[t] > max {
+				extra += o.topics[t] - max
 			}
 		}
+		doubled := extra > 0
+		rep.Extra += extra
 		if doubled {
 			rep.Doubled++
 		}

@@ -35,6 +35,7 @@ func TestSpecOf(t *testing.T) {
 			Outputs:  []string{"app-sink-hook", "balances", "payments-through"},
 			Rejected: "app-rejected",
 			Required: map[string][]string{"payments": {"app-sink-hook", "balances", "payments-through"}},
+			AtMost:   map[string]map[string]int{"payments": {"app-sink-hook": 1, "balances": 1, "payments-through": 1}},
 		}
 		checkSpec(t, tp, want)
 	})
@@ -57,6 +58,7 @@ func TestSpecOf(t *testing.T) {
 			Windowed: []string{"per-minute"},
 			Rejected: "app-rejected",
 			MayDrop:  []string{"a", "b"},
+			AtMost:   map[string]map[string]int{"a": {"big": 1}},
 		}
 		checkSpec(t, tp, want)
 	})
@@ -66,7 +68,16 @@ func TestSpecOf(t *testing.T) {
 		topology.To(topology.Filter(a, func(_, v string) bool { return v != "" }), "some", serde.String(), serde.String())
 		topology.To(a, "all", serde.String(), serde.String())
 		checkSpec(t, tp, verify.Spec{Inputs: []string{"a"}, Outputs: []string{"all", "some"}, Rejected: "app-rejected",
-			Required: map[string][]string{"a": {"all"}}})
+			Required: map[string][]string{"a": {"all"}}, AtMost: map[string]map[string]int{"a": {"all": 1, "some": 1}}})
+	})
+	t.Run("a flat-map beside two paths to one topic", func(t *testing.T) {
+		tp := topology.New("bounds")
+		a := topology.Source(tp, "a", serde.String(), serde.String())
+		topology.To(topology.FlatMap(a, func(k, v string) ([]topology.KeyValue[string, string], error) { return nil, nil }), "many", serde.String(), serde.String())
+		upper := topology.MapValues(a, func(v string) (string, error) { return v, nil })
+		topology.To(topology.Merge(a, upper), "twice", serde.String(), serde.String())
+		checkSpec(t, tp, verify.Spec{Inputs: []string{"a"}, Outputs: []string{"many", "twice"}, Rejected: "app-rejected",
+			Required: map[string][]string{"a": {"twice"}}, AtMost: map[string]map[string]int{"a": {"twice": 2}}})
 	})
 }
 
