@@ -100,6 +100,11 @@ type OutcomeReport struct {
 	// Unexpected counts outputs and rejections whose lineage is missing,
 	// invalid, or names no committed record of an input topic.
 	Unexpected int `json:"unexpected"`
+	// InputGone counts outputs and rejections whose lineage names an
+	// offset below the first record read of its input partition: an
+	// input deleted since (retention, DeleteRecords), not a defect of the
+	// run.
+	InputGone int `json:"input_gone,omitempty"`
 	// Windowed and Punctuated count the outputs reported apart (they
 	// have no single input); WindowedDoubled the windowed results written
 	// more than once (same topic, key, value and lineage).
@@ -128,6 +133,9 @@ func (r OutcomeReport) String() string {
 	}
 	if r.NoOutcome > 0 {
 		s += fmt.Sprintf(", no outcome %d (topics that may drop records)", r.NoOutcome)
+	}
+	if r.InputGone > 0 {
+		s += fmt.Sprintf("; apart: input gone %d (outcomes of inputs deleted since)", r.InputGone)
 	}
 	if r.Windowed > 0 || r.Punctuated > 0 {
 		s += fmt.Sprintf("; apart: windowed %d (doubled %d), punctuated %d", r.Windowed, r.WindowedDoubled, r.Punctuated)
@@ -197,8 +205,24 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 		windowed[t] = true
 	}
 	known := make(map[inputKey]bool, len(in))
+	// lowest is the first offset read of each input partition: offsets
+	// below it were deleted (a read starts at the log start).
+	type topicPartition struct {
+		topic     string
+		partition int32
+	}
+	lowest := map[topicPartition]int64{}
 	for _, r := range in {
 		known[inputKey{r.Topic, r.Partition, r.Offset}] = true
+		tp := topicPartition{r.Topic, r.Partition}
+		if lo, ok := lowest[tp]; !ok || r.Offset < lo {
+			lowest[tp] = r.Offset
+		}
+	}
+	gone := func(r Record) bool {
+		topic, p, o, parsed := ParseSource(r.Headers[SourceHeader])
+		lo, ok := lowest[topicPartition{topic, p}]
+		return parsed && inputs[topic] && ok && o >= 0 && o < lo
 	}
 	type outcomes struct {
 		outputs, rejections int
@@ -252,6 +276,8 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 		case punctuated:
 			tc.Punctuated++
 			rep.Punctuated++
+		case !ok && gone(r):
+			rep.InputGone++
 		case !ok:
 			tc.Unexpected++
 			rep.Unexpected++
@@ -272,6 +298,8 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 			// A window's result rejected as itself: it is not its
 			// lineage's input record.
 			rep.Windowed++
+		case !ok && gone(r):
+			rep.InputGone++
 		case !ok:
 			rep.Unexpected++
 		default:
