@@ -104,6 +104,7 @@ func (c *VerifyCmd) Run(env *Env, ts Topologies) error {
 		return err
 	}
 	spec := verify.SpecOf(g.WithPrefix(appID), appID+"-rejected")
+	spec.Group = appID
 	opts, err := c.ClientOptions()
 	if err != nil {
 		return err

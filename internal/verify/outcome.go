@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 )
@@ -56,6 +58,11 @@ type Spec struct {
 	// values (a replay on state that already holds the record writes
 	// another value).
 	AtMost map[string]map[string]int `json:"at_most,omitempty"`
+	// Group is the application's consumer group; empty: none. When set,
+	// Outcomes reads its committed offsets before the topics, and an
+	// input at or past them without an outcome is pending (not consumed
+	// yet: a replica stopped with lag, or still running), not missing.
+	Group string `json:"group,omitempty"`
 }
 
 // TopicCount is what one output topic held.
@@ -89,6 +96,9 @@ type OutcomeReport struct {
 	// (Spec.MayDrop), which do not fail the check.
 	Missing   int `json:"missing"`
 	NoOutcome int `json:"no_outcome"`
+	// Pending counts inputs without an outcome at or past the group's
+	// committed offsets (Spec.Group): not consumed yet.
+	Pending int `json:"pending,omitempty"`
 	// Partial counts inputs, none of whose outcomes is a rejection, with
 	// outputs on some but not all of the topics they always reach
 	// (Spec.Required): a fan-out's output lost.
@@ -134,6 +144,12 @@ func (r OutcomeReport) String() string {
 	if r.NoOutcome > 0 {
 		s += fmt.Sprintf(", no outcome %d (topics that may drop records)", r.NoOutcome)
 	}
+	if r.Pending > 0 {
+		s += fmt.Sprintf(", pending %d (not consumed yet by the group)", r.Pending)
+		if r.OK {
+			verdict = "ok: every consumed input has its outcome once"
+		}
+	}
 	if r.InputGone > 0 {
 		s += fmt.Sprintf("; apart: input gone %d (outcomes of inputs deleted since)", r.InputGone)
 	}
@@ -148,6 +164,20 @@ func (r OutcomeReport) String() string {
 func Outcomes(ctx context.Context, brokers []string, spec Spec, extra ...kgo.Opt) (OutcomeReport, error) {
 	if len(spec.Inputs) == 0 || len(spec.Outputs) == 0 && spec.Rejected == "" {
 		return OutcomeReport{}, errors.New("verify: no input topic, or neither an output nor a rejected topic")
+	}
+	var committed kadm.OffsetResponses
+	if spec.Group != "" {
+		// Before the topics: every input below these offsets was
+		// consumed, its outcome committed with them.
+		cl, err := newClient(ctx, brokers, extra)
+		if err != nil {
+			return OutcomeReport{}, err
+		}
+		committed, err = kadm.NewClient(cl).FetchOffsets(ctx, spec.Group)
+		cl.Close()
+		if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+			return OutcomeReport{}, fmt.Errorf("verify: committed offsets of group %q: %w", spec.Group, err)
+		}
 	}
 	in := make([][]Record, len(spec.Inputs))
 	out := make([][]Record, len(spec.Outputs))
@@ -177,7 +207,14 @@ func Outcomes(ctx context.Context, brokers []string, spec Spec, extra ...kgo.Opt
 	if err := g.Wait(); err != nil {
 		return OutcomeReport{}, err
 	}
-	return MatchOutcomes(spec, slices.Concat(in...), slices.Concat(out...), rejected), nil
+	var consumed func(Record) bool
+	if spec.Group != "" {
+		consumed = func(r Record) bool {
+			o, ok := committed.Lookup(r.Topic, r.Partition)
+			return ok && o.Err == nil && r.Offset < o.At
+		}
+	}
+	return matchOutcomes(spec, slices.Concat(in...), slices.Concat(out...), rejected, consumed), nil
 }
 
 // inputKey names one input record.
@@ -195,6 +232,13 @@ type inputKey struct {
 // writes the same record twice for one input, or a gate that rejects two
 // identical records of one fan-out, reads as a double too.
 func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
+	return matchOutcomes(spec, in, out, rejected, nil)
+}
+
+// matchOutcomes is MatchOutcomes; consumed, when not nil, says which
+// inputs the group has consumed: the others without an outcome are
+// pending.
+func matchOutcomes(spec Spec, in, out, rejected []Record, consumed func(Record) bool) OutcomeReport {
 	rep := OutcomeReport{Input: len(in), Output: len(out), Rejections: len(rejected)}
 	inputs := make(map[string]bool, len(spec.Inputs))
 	for _, t := range spec.Inputs {
@@ -205,6 +249,7 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 		windowed[t] = true
 	}
 	known := make(map[inputKey]bool, len(in))
+	pending := map[inputKey]bool{}
 	// lowest is the first offset read of each input partition: offsets
 	// below it were deleted (a read starts at the log start).
 	type topicPartition struct {
@@ -214,6 +259,9 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 	lowest := map[topicPartition]int64{}
 	for _, r := range in {
 		known[inputKey{r.Topic, r.Partition, r.Offset}] = true
+		if consumed != nil && !consumed(r) {
+			pending[inputKey{r.Topic, r.Partition, r.Offset}] = true
+		}
 		tp := topicPartition{r.Topic, r.Partition}
 		if lo, ok := lowest[tp]; !ok || r.Offset < lo {
 			lowest[tp] = r.Offset
@@ -313,6 +361,9 @@ func MatchOutcomes(spec Spec, in, out, rejected []Record) OutcomeReport {
 	for k := range known {
 		o := of[k]
 		switch {
+		case o == nil && pending[k]:
+			rep.Pending++
+			continue
 		case o == nil && mayDrop[k.topic]:
 			rep.NoOutcome++
 			continue
