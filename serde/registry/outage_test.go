@@ -94,3 +94,21 @@ func byIDBroken(t *testing.T, url string, timeout time.Duration, broken func(htt
 	}
 	return avroCodec[payment](t, r, paymentSchema, registry.Subject{Topic: "p"})
 }
+
+// A schema id that exists but is another subject's record (a Refund, not
+// a Payment) is the record's fault: a permanent error, not a value.
+func TestDecodeIDOfAnotherRecord(t *testing.T) {
+	fake, r := newRegistry(t)
+	c := avroCodec[payment](t, r, paymentSchema, registry.Subject{Topic: "p"})
+	refund := `{"type":"record","name":"Refund","namespace":"shop","fields":[{"name":"reason","type":"string"}]}`
+	id, _, err := fake.RegisterSchema("refunds-value", sr.Schema{Schema: refund})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append([]byte{0, 0, 0, 0, byte(id)}, 0x06, 'b', 'a', 'd')
+	v, err := c.Decode(b)
+	if err == nil || serde.IsUnavailable(err) {
+		t.Fatalf("a Refund's id decoded as a payment: %+v, %v; want a permanent error", v, err)
+	}
+	t.Logf("%v", err)
+}
