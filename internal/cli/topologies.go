@@ -160,6 +160,9 @@ func PrintOutcomes(env *Env, spec verify.Spec, rep verify.OutcomeReport, asJSON 
 			if tc.Punctuated > 0 {
 				fmt.Fprintf(env.Stdout, ", %d punctuated", tc.Punctuated)
 			}
+			if tc.Purged > 0 {
+				fmt.Fprintf(env.Stdout, " (%d purged, in the delivery ledger)", tc.Purged)
+			}
 			if tc.Unexpected > 0 {
 				fmt.Fprintf(env.Stdout, ", %d unexpected", tc.Unexpected)
 			}

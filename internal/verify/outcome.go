@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -63,6 +64,12 @@ type Spec struct {
 	// input at or past them without an outcome is pending (not consumed
 	// yet: a replica stopped with lag, or still running), not missing.
 	Group string `json:"group,omitempty"`
+	// Ledgers are the delivery ledgers of the outbox topics among
+	// Outputs (outbox topic to ledger changelog). The sink runner purges
+	// an outbox below the deliveries it settled; the ledger keeps one
+	// entry per delivery, with its lineage, so a purged delivery is still
+	// its input's outcome.
+	Ledgers map[string]string `json:"ledgers,omitempty"`
 }
 
 // TopicCount is what one output topic held.
@@ -76,6 +83,9 @@ type TopicCount struct {
 	Punctuated int `json:"punctuated,omitempty"`
 	// Unexpected are its records whose lineage names no committed input.
 	Unexpected int `json:"unexpected,omitempty"`
+	// Purged are, of an outbox, the deliveries its ledger holds whose
+	// records the sink runner purged (counted in Records).
+	Purged int `json:"purged,omitempty"`
 }
 
 // OutcomeReport is the outcome of an outcome check: every committed input
@@ -204,8 +214,25 @@ func Outcomes(ctx context.Context, brokers []string, spec Spec, extra ...kgo.Opt
 			return err
 		})
 	}
+	ledgers := make([][]Record, len(spec.Outputs))
+	for i, topic := range spec.Outputs {
+		ledger, ok := spec.Ledgers[topic]
+		if !ok {
+			continue
+		}
+		g.Go(func() (err error) {
+			ledgers[i], err = ReadAll(gctx, brokers, ledger, extra...)
+			if errors.Is(err, ErrTopicNotFound) {
+				return nil // no delivery settled yet
+			}
+			return err
+		})
+	}
 	if err := g.Wait(); err != nil {
 		return OutcomeReport{}, err
+	}
+	for i, topic := range spec.Outputs {
+		out[i] = append(out[i], purged(topic, out[i], ledgers[i])...)
 	}
 	var consumed func(Record) bool
 	if spec.Group != "" {
@@ -215,6 +242,45 @@ func Outcomes(ctx context.Context, brokers []string, spec Spec, extra ...kgo.Opt
 		}
 	}
 	return matchOutcomes(spec, slices.Concat(in...), slices.Concat(out...), rejected, consumed), nil
+}
+
+// purged returns an output record for each delivery the ledger of outbox
+// holds whose outbox record is gone (purged by the sink runner once
+// settled): the delivery's lineage and idempotency key, no key or value,
+// partition -1. A ledger record's key is the delivery's idempotency key,
+// its value the entry (JSON with the lineage as "source"); the last
+// record of a key is its entry.
+func purged(outbox string, present, ledger []Record) []Record {
+	there := make(map[string]bool, len(present))
+	for _, r := range present {
+		there[r.Headers[idempotencyHeader]] = true
+	}
+	source := map[string]string{}
+	var keys []string
+	for _, r := range ledger {
+		var e struct {
+			Source string `json:"source"`
+		}
+		k := string(r.Key)
+		if r.Value == nil || json.Unmarshal(r.Value, &e) != nil || e.Source == "" {
+			delete(source, k)
+			continue
+		}
+		if _, seen := source[k]; !seen {
+			keys = append(keys, k)
+		}
+		source[k] = e.Source
+	}
+	var out []Record
+	for _, k := range keys {
+		src, ok := source[k]
+		if !ok || there[k] {
+			continue
+		}
+		out = append(out, Record{Topic: outbox, Partition: -1, Offset: -1,
+			Headers: map[string]string{SourceHeader: src, idempotencyHeader: k}})
+	}
+	return out
 }
 
 // inputKey names one input record.
@@ -319,6 +385,9 @@ func matchOutcomes(spec Spec, in, out, rejected []Record, consumed func(Record) 
 			topics[r.Topic] = tc
 		}
 		tc.Records++
+		if r.Partition < 0 {
+			tc.Purged++
+		}
 		k, punctuated, ok := lineage(r)
 		switch {
 		case punctuated:

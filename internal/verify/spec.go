@@ -20,6 +20,12 @@ func SpecOf(g *graph.Graph, rejected string) Spec {
 			spec.Inputs = append(spec.Inputs, n.Topic)
 		case n.Kind == graph.KindSink && isOutput(n):
 			spec.Outputs = append(spec.Outputs, n.Topic)
+			if n.Outbox != nil {
+				if spec.Ledgers == nil {
+					spec.Ledgers = map[string]string{}
+				}
+				spec.Ledgers[n.Topic] = graph.LedgerTopic(n.Topic)
+			}
 		}
 	}
 	windowed := windowedTopics(g)

@@ -36,6 +36,7 @@ func TestSpecOf(t *testing.T) {
 			Rejected: "app-rejected",
 			Required: map[string][]string{"payments": {"app-sink-hook", "balances", "payments-through"}},
 			AtMost:   map[string]map[string]int{"payments": {"app-sink-hook": 1, "balances": 1, "payments-through": 1}},
+			Ledgers:  map[string]string{"app-sink-hook": "app-sink-hook-ledger-changelog"},
 		}
 		checkSpec(t, tp, want)
 	})
