@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/verify"
@@ -72,5 +74,53 @@ func TestOutcomesOfPurgedOutboxDeliveries(t *testing.T) {
 	e.DeleteRecords(outbox, e.CommittedOffsets(sinksGroup, outbox))
 	if rep := check("after the purge"); !rep.OK || rep.WithOutput != 30 || rep.Missing != 0 || len(rep.Topics) != 1 || rep.Topics[0].Purged != 30 {
 		t.Fatalf("after the purge of delivered records: %+v", rep)
+	}
+}
+
+// An operator's redrive of a dead letter is a command record in the
+// outbox with the delivery's key, payload, idempotency key and lineage
+// (sinkadmin writes it so): not a second outcome of the input.
+func TestOutcomesRedriveCommandIsNoDouble(t *testing.T) {
+	e := enginetest.New(t)
+	in, app := e.Name("in"), e.Name("app")
+	e.CreateTopic(in, 1)
+	e.Produce(in, 0, 10)
+	hook := sinks.Func(func(context.Context, sinks.Delivery) error { return nil })
+	tp := topology.New("hooked")
+	topology.ToSink(topology.Source(tp, in, serde.String(), serde.String()), "hook", hook, serde.String(), nil)
+	g, err := compile.Graph(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = g.WithPrefix(app)
+	outbox := app + "-sink-hook"
+	p, err := processor.New(processor.Config{Brokers: e.Brokers, ApplicationID: app, InstanceID: "r1", CommitInterval: 20 * time.Millisecond}, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(rctx) }()
+	e.WaitCount(outbox, 10, 60*time.Second)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	first := e.Read(outbox)[0]
+	hs := []kgo.RecordHeader{
+		{Key: sinks.HeaderIdempotencyKey, Value: []byte(first.Headers[sinks.HeaderIdempotencyKey])},
+		{Key: sinks.HeaderCommand, Value: []byte("redrive")},
+		{Key: sinks.HeaderSource, Value: []byte(first.Headers[sinks.HeaderSource])},
+	}
+	e.ProduceRecords(&kgo.Record{Topic: outbox, Partition: first.Partition, Key: first.Key, Value: first.Value, Headers: hs})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := verify.Outcomes(ctx, e.Brokers, verify.SpecOf(g, app+"-rejected"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", rep)
+	if !rep.OK || rep.Doubled != 0 || rep.WithOutput != 10 {
+		t.Fatalf("a redrive command read as an outcome: %+v", rep)
 	}
 }

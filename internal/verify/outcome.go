@@ -24,6 +24,7 @@ const (
 	rejectNodeHeader   = "onceflow-reject-node"
 	rejectRecordHeader = "onceflow-reject-record"
 	idempotencyHeader  = "onceflow-idempotency-key"
+	commandHeader      = "onceflow-sink-command"
 	punctuatorLineage  = "punctuator/"
 )
 
@@ -86,6 +87,10 @@ type TopicCount struct {
 	// Purged are, of an outbox, the deliveries its ledger holds whose
 	// records the sink runner purged (counted in Records).
 	Purged int `json:"purged,omitempty"`
+	// Commands are, of an outbox, the operators' commands to its sink
+	// runner (redrive, resolve): records with a delivery's key, payload
+	// and lineage that are no outcome (not in Records).
+	Commands int `json:"commands,omitempty"`
 }
 
 // OutcomeReport is the outcome of an outcome check: every committed input
@@ -383,6 +388,11 @@ func matchOutcomes(spec Spec, in, out, rejected []Record, consumed func(Record) 
 		if tc == nil {
 			tc = &TopicCount{Topic: r.Topic}
 			topics[r.Topic] = tc
+		}
+		if r.Headers[commandHeader] != "" {
+			tc.Commands++
+			rep.Output--
+			continue
 		}
 		tc.Records++
 		if r.Partition < 0 {
