@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -49,8 +50,8 @@ func (c *ProduceCmd) Validate() error {
 	case c.From == "" && c.Transactional:
 		errs = append(errs, errors.New("--transactional needs --from"))
 	}
-	if c.Rate < 0 {
-		errs = append(errs, errors.New("--rate must not be negative"))
+	if !(c.Rate >= 0) || math.IsInf(c.Rate, 1) {
+		errs = append(errs, errors.New("--rate must be a finite number, not negative"))
 	}
 	if c.Rate > 0 && c.From != "" {
 		errs = append(errs, errors.New("--rate paces generated records: not with --from"))

@@ -32,7 +32,7 @@ func produceRateScenario(t *testing.T, brokers, prefix string) {
 		t.Errorf("200 records at 400/s written within %v", spread)
 	}
 	code, _, stderr = cli(t, ctx, "produce", "-b", brokers, "-t", topic, "-n", "10", "--rate=-1")
-	if code != exitError || !strings.Contains(stderr, "--rate must not be negative") {
+	if code != exitError || !strings.Contains(stderr, "--rate must be a finite number, not negative") {
 		t.Errorf("negative rate: exit %d, stderr %q", code, stderr)
 	}
 	code, _, stderr = cli(t, ctx, "produce", "-b", brokers, "-t", topic, "--from", "-", "--rate", "10")

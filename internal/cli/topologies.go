@@ -104,6 +104,7 @@ func (c *VerifyCmd) Run(env *Env, ts Topologies) error {
 		return err
 	}
 	spec := verify.SpecOf(g.WithPrefix(appID), appID+"-rejected")
+	spec.Group = appID
 	opts, err := c.ClientOptions()
 	if err != nil {
 		return err
@@ -158,6 +159,9 @@ func PrintOutcomes(env *Env, spec verify.Spec, rep verify.OutcomeReport, asJSON 
 			}
 			if tc.Punctuated > 0 {
 				fmt.Fprintf(env.Stdout, ", %d punctuated", tc.Punctuated)
+			}
+			if tc.Purged > 0 {
+				fmt.Fprintf(env.Stdout, " (%d purged, in the delivery ledger)", tc.Purged)
 			}
 			if tc.Unexpected > 0 {
 				fmt.Fprintf(env.Stdout, ", %d unexpected", tc.Unexpected)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -88,8 +89,8 @@ func (c Config) Validate() error {
 	if c.ValueSize < 0 || c.ValueSize > MaxValueSize {
 		errs = append(errs, fmt.Errorf("gen: value size must be from 0 to %d, got %d", MaxValueSize, c.ValueSize))
 	}
-	if c.Rate < 0 {
-		errs = append(errs, fmt.Errorf("gen: rate must not be negative (0: unpaced), got %v", c.Rate))
+	if !(c.Rate >= 0) || math.IsInf(c.Rate, 1) {
+		errs = append(errs, fmt.Errorf("gen: rate must be a finite number, not negative (0: unpaced), got %v", c.Rate))
 	}
 	return errors.Join(errs...)
 }

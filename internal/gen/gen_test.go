@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -186,6 +187,8 @@ func TestValidate(t *testing.T) {
 			*c = gen.Config{Partitions: -1, Keys: -1, ValueSize: -1}
 		}, []string{"no brokers", "no topic", "records must be above zero", "partitions must be", "keys must not be negative", "value size must be"}},
 		{"huge value", func(c *gen.Config) { c.ValueSize = gen.MaxValueSize + 1 }, []string{"value size"}},
+		{"rate not a number", func(c *gen.Config) { c.Rate = math.NaN() }, []string{"rate"}},
+		{"infinite rate", func(c *gen.Config) { c.Rate = math.Inf(1) }, []string{"rate"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok

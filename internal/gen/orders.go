@@ -89,8 +89,8 @@ type OrdersConfig struct {
 // Validate reports every problem with the configuration at once.
 func (c OrdersConfig) Validate() error {
 	errs := validTarget(c.Brokers, c.Topic)
-	if c.Rate < 0 {
-		errs = append(errs, fmt.Errorf("gen: rate must not be negative, got %v", c.Rate))
+	if !(c.Rate >= 0) || math.IsInf(c.Rate, 1) {
+		errs = append(errs, fmt.Errorf("gen: rate must be a finite number, not negative, got %v", c.Rate))
 	}
 	if c.Partitions < 0 || c.Partitions > 10000 {
 		errs = append(errs, fmt.Errorf("gen: partitions must be from 1 to 10000 (0: default %d), got %d", DefaultPartitions, c.Partitions))

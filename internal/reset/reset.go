@@ -241,6 +241,37 @@ func Deleted(app, topic string) bool {
 		(strings.HasSuffix(topic, "-changelog") && !strings.HasSuffix(topic, "-ledger-changelog"))
 }
 
+// otherApps are the groups among groups of other applications whose ids
+// begin with app's and a dash ("pay-v2" beside "pay"): their topics share
+// app's prefix but are not app's. The sink runner's "<app>-sinks" is app's.
+func otherApps(app string, groups []string) []string {
+	var others []string
+	for _, g := range groups {
+		if g != app+"-sinks" && strings.HasPrefix(g, app+"-") {
+			others = append(others, g)
+		}
+	}
+	return others
+}
+
+// ownerAmong returns the application among apps that topic is an
+// onceflow topic of (the longest id when several are), or "".
+func ownerAmong(apps []string, topic string) string {
+	owner := ""
+	for _, a := range apps {
+		rest, ok := strings.CutPrefix(topic, a+"-")
+		if !ok || len(a) <= len(owner) {
+			continue
+		}
+		name, _ := strings.CutSuffix(rest, "-repartition")
+		name, _ = strings.CutSuffix(name, "-changelog")
+		if name != "" && (Deleted(a, topic) || keptWhy(a, topic) != "") {
+			owner = a
+		}
+	}
+	return owner
+}
+
 // keptWhy says why a topic of app is kept, or "" for a topic that is not
 // the application's.
 func keptWhy(app, topic string) string {
@@ -266,8 +297,15 @@ func planTopics(ctx context.Context, adm *kadm.Client, cfg Config, plan *Plan) e
 	if err != nil {
 		return fmt.Errorf("reset: list topics: %w", err)
 	}
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		return fmt.Errorf("reset: list groups: %w", err)
+	}
+	others := otherApps(cfg.AppID, groups.Groups())
 	for _, name := range slices.Sorted(maps.Keys(tds)) {
-		if Deleted(cfg.AppID, name) {
+		if other := ownerAmong(others, name); other != "" {
+			plan.Keep = append(plan.Keep, Kept{Topic: name, Why: "application " + other + "'s"})
+		} else if Deleted(cfg.AppID, name) {
 			plan.Delete = append(plan.Delete, name)
 		} else if why := keptWhy(cfg.AppID, name); why != "" {
 			plan.Keep = append(plan.Keep, Kept{Topic: name, Why: why})
@@ -280,6 +318,7 @@ func planTopics(ctx context.Context, adm *kadm.Client, cfg Config, plan *Plan) e
 	inputs := cfg.Inputs
 	for _, t := range slices.Sorted(maps.Keys(committed)) {
 		switch {
+		case ownerAmong(others, t) != "":
 		case Deleted(cfg.AppID, t):
 			plan.DropOffsets = append(plan.DropOffsets, t)
 		case len(cfg.Inputs) == 0 && keptWhy(cfg.AppID, t) == "":

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -20,7 +21,8 @@ var ErrInUse = errors.New("topics: internal topic of a running application")
 // longer lists them. Kafka's own topics are always refused; an onceflow
 // application's internal topic (repartition, changelog, rejected, outbox,
 // dead-letter, ledger) is refused while a group named by its prefix has
-// members, unless force. Nothing is deleted unless every topic may be.
+// members, and an outbox while it holds records its sink runner has not
+// settled, unless force. Nothing is deleted unless every topic may be.
 func (a *Admin) Delete(ctx context.Context, names []string, force bool) error {
 	all, err := a.adm.ListTopicsWithInternal(ctx)
 	if err != nil {
@@ -48,6 +50,17 @@ func (a *Admin) Delete(ctx context.Context, names []string, force bool) error {
 			if group != "" {
 				errs = append(errs, fmt.Errorf("%w: %q is a %s topic of application %q, whose group has %d members; stop it first, or --force",
 					ErrInUse, n, kind, group, members))
+				continue
+			}
+			if kind == "outbox" {
+				pending, group, err := a.undelivered(ctx, n)
+				if err != nil {
+					return err
+				}
+				if pending > 0 {
+					errs = append(errs, fmt.Errorf("%w: outbox %q holds %d records its sink runner (group %q) has not settled: deliveries not made yet exist nowhere else; run the application until they are, or --force",
+						ErrInUse, n, pending, group))
+				}
 			}
 		}
 	}
@@ -64,6 +77,48 @@ func (a *Admin) Delete(ctx context.Context, names []string, force bool) error {
 		}
 	}
 	return a.awaitGone(ctx, names, visibleBound)
+}
+
+// undelivered returns how many records of outbox (named
+// "<app>-sink-<name>") are at or past its sink runner's committed offsets
+// (group "<app>-sinks"), below the last stable offset: deliveries not
+// settled yet.
+func (a *Admin) undelivered(ctx context.Context, outbox string) (int64, string, error) {
+	i := strings.LastIndex(outbox, "-sink-")
+	if i < 0 {
+		return 0, "", nil
+	}
+	group := outbox[:i] + "-sinks"
+	committed, err := a.adm.FetchOffsets(ctx, group)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		return 0, group, fmt.Errorf("topics: committed offsets of %q: %w", group, err)
+	}
+	starts, err := a.adm.ListStartOffsets(ctx, outbox)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return 0, group, fmt.Errorf("topics: start offsets of %q: %w", outbox, err)
+	}
+	stable, err := a.adm.ListCommittedOffsets(ctx, outbox)
+	if err == nil {
+		err = stable.Error()
+	}
+	if err != nil {
+		return 0, group, fmt.Errorf("topics: last stable offsets of %q: %w", outbox, err)
+	}
+	var pending int64
+	stable.Each(func(o kadm.ListedOffset) {
+		from := int64(0)
+		if s, ok := starts.Lookup(outbox, o.Partition); ok {
+			from = s.Offset
+		}
+		if c, ok := committed.Lookup(outbox, o.Partition); ok && c.Err == nil && c.At > from {
+			from = c.At
+		}
+		pending += max(0, o.Offset-from)
+	})
+	return pending, group, nil
 }
 
 // runningOwner returns the group with members (and how many) whose name

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -19,6 +20,12 @@ func SpecOf(g *graph.Graph, rejected string) Spec {
 			spec.Inputs = append(spec.Inputs, n.Topic)
 		case n.Kind == graph.KindSink && isOutput(n):
 			spec.Outputs = append(spec.Outputs, n.Topic)
+			if n.Outbox != nil {
+				if spec.Ledgers == nil {
+					spec.Ledgers = map[string]string{}
+				}
+				spec.Ledgers[n.Topic] = graph.LedgerTopic(n.Topic)
+			}
 		}
 	}
 	windowed := windowedTopics(g)
@@ -32,6 +39,27 @@ func SpecOf(g *graph.Graph, rejected string) Spec {
 	for _, t := range spec.Inputs {
 		if !alwaysReaches(g, g.Source(t), windowed, map[*graph.Node]bool{}) {
 			spec.MayDrop = append(spec.MayDrop, t)
+		}
+		if most := atMost(g, g.Source(t), windowed, map[*graph.Node]bool{}); len(most) > 0 {
+			for o, n := range most {
+				if n < 0 {
+					delete(most, o)
+				}
+			}
+			if len(most) > 0 {
+				if spec.AtMost == nil {
+					spec.AtMost = map[string]map[string]int{}
+				}
+				spec.AtMost[t] = most
+			}
+		}
+		reached := map[string]bool{}
+		mustReach(g, g.Source(t), windowed, map[*graph.Node]bool{}, reached)
+		if len(reached) > 0 {
+			if spec.Required == nil {
+				spec.Required = map[string][]string{}
+			}
+			spec.Required[t] = slices.Sorted(maps.Keys(reached))
 		}
 	}
 	spec.Inputs = sortedUnique(spec.Inputs)
@@ -116,6 +144,52 @@ func alwaysReaches(g *graph.Graph, n *graph.Node, windowed map[string]bool, onPa
 		}
 	}
 	return false
+}
+
+// mustReach adds to reached the outputs that every record handled by n
+// reaches unless a stage rejects it: every stage but those that may drop
+// records forwards each record to all its children.
+func mustReach(g *graph.Graph, n *graph.Node, windowed map[string]bool, onPath map[*graph.Node]bool, reached map[string]bool) {
+	if n == nil || onPath[n] {
+		return
+	}
+	if n.Kind == graph.KindSink && isOutput(n) && !windowed[n.Topic] {
+		reached[n.Topic] = true
+	}
+	if mayDrop(n) {
+		return
+	}
+	onPath[n] = true
+	defer delete(onPath, n)
+	for _, c := range next(g, n) {
+		mustReach(g, c, windowed, onPath, reached)
+	}
+}
+
+// atMost returns, per output topic, how many records one record handled
+// by n writes there at most: one per path, -1 when a stage on a path may
+// forward more than one record (flat-map, process).
+func atMost(g *graph.Graph, n *graph.Node, windowed map[string]bool, onPath map[*graph.Node]bool) map[string]int {
+	most := map[string]int{}
+	if n == nil || onPath[n] {
+		return most
+	}
+	if n.Kind == graph.KindSink && isOutput(n) && !windowed[n.Topic] {
+		most[n.Topic] = 1
+	}
+	many := n.Op == "flat-map" || n.Op == "process"
+	onPath[n] = true
+	defer delete(onPath, n)
+	for _, c := range next(g, n) {
+		for t, m := range atMost(g, c, windowed, onPath) {
+			if many || m < 0 || most[t] < 0 {
+				most[t] = -1
+			} else {
+				most[t] += m
+			}
+		}
+	}
+	return most
 }
 
 func sortedUnique(ts []string) []string {

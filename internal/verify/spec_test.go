@@ -17,7 +17,8 @@ import (
 // SpecOf reads what to check from the graph: inputs (not repartition or
 // through topics), outputs (through and outbox topics too, with the
 // application's prefix), the outputs downstream of a window, and the
-// inputs whose every path may drop a record.
+// inputs whose every path may drop a record, and the outputs each input
+// always reaches.
 func TestSpecOf(t *testing.T) {
 	hook := sinks.Func(func(context.Context, sinks.Delivery) error { return nil })
 	t.Run("gates, an aggregate, a through topic and a sink: nothing may drop", func(t *testing.T) {
@@ -33,6 +34,9 @@ func TestSpecOf(t *testing.T) {
 			Inputs:   []string{"payments"},
 			Outputs:  []string{"app-sink-hook", "balances", "payments-through"},
 			Rejected: "app-rejected",
+			Required: map[string][]string{"payments": {"app-sink-hook", "balances", "payments-through"}},
+			AtMost:   map[string]map[string]int{"payments": {"app-sink-hook": 1, "balances": 1, "payments-through": 1}},
+			Ledgers:  map[string]string{"app-sink-hook": "app-sink-hook-ledger-changelog"},
 		}
 		checkSpec(t, tp, want)
 	})
@@ -55,6 +59,7 @@ func TestSpecOf(t *testing.T) {
 			Windowed: []string{"per-minute"},
 			Rejected: "app-rejected",
 			MayDrop:  []string{"a", "b"},
+			AtMost:   map[string]map[string]int{"a": {"big": 1}},
 		}
 		checkSpec(t, tp, want)
 	})
@@ -63,7 +68,17 @@ func TestSpecOf(t *testing.T) {
 		a := topology.Source(tp, "a", serde.String(), serde.String())
 		topology.To(topology.Filter(a, func(_, v string) bool { return v != "" }), "some", serde.String(), serde.String())
 		topology.To(a, "all", serde.String(), serde.String())
-		checkSpec(t, tp, verify.Spec{Inputs: []string{"a"}, Outputs: []string{"all", "some"}, Rejected: "app-rejected"})
+		checkSpec(t, tp, verify.Spec{Inputs: []string{"a"}, Outputs: []string{"all", "some"}, Rejected: "app-rejected",
+			Required: map[string][]string{"a": {"all"}}, AtMost: map[string]map[string]int{"a": {"all": 1, "some": 1}}})
+	})
+	t.Run("a flat-map beside two paths to one topic", func(t *testing.T) {
+		tp := topology.New("bounds")
+		a := topology.Source(tp, "a", serde.String(), serde.String())
+		topology.To(topology.FlatMap(a, func(k, v string) ([]topology.KeyValue[string, string], error) { return nil, nil }), "many", serde.String(), serde.String())
+		upper := topology.MapValues(a, func(v string) (string, error) { return v, nil })
+		topology.To(topology.Merge(a, upper), "twice", serde.String(), serde.String())
+		checkSpec(t, tp, verify.Spec{Inputs: []string{"a"}, Outputs: []string{"many", "twice"}, Rejected: "app-rejected",
+			Required: map[string][]string{"a": {"twice"}}, AtMost: map[string]map[string]int{"a": {"twice": 2}}})
 	})
 }
 

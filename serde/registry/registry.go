@@ -208,16 +208,21 @@ func (r *Registry) schema(id int) (sr.Schema, error) {
 	return s, nil
 }
 
-// classify maps a client error to this package's: a 404 is an unknown
-// schema and a 409 an incompatible one, both permanent; every other
-// failure (transport, timeout, 5xx, an authentication refused) is not the
-// record's doing and is marked as an outage.
+// classify maps a client error to this package's: the registry's own 404
+// (an error body with error code 40403, or a bare 404) is an unknown schema and a 409 an incompatible
+// one, both permanent; every other failure (transport, timeout, 5xx, 429,
+// an authentication refused, a 404 without the registry's error body: a
+// proxy's page, a wrong path) is not the record's doing and is marked as
+// an outage.
 func classify(err error) error {
 	if re, ok := errors.AsType[*sr.ResponseError](err); ok {
 		switch re.StatusCode {
 		case http.StatusNotFound:
-			if re.ErrorCode == 40403 || re.ErrorCode == 0 {
+			switch re.ErrorCode {
+			case 40403, http.StatusNotFound:
 				return fmt.Errorf("%w: %s", ErrUnknownSchema, re.Message)
+			case 0:
+				return &serde.UnavailableError{Err: fmt.Errorf("registry answered 404 without a registry error body: %s", re.Error())}
 			}
 			return fmt.Errorf("%s (error code %d)", re.Message, re.ErrorCode)
 		case http.StatusConflict:
