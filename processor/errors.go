@@ -48,6 +48,12 @@ var (
 	// ran; the partitions only some of them have could not be processed.
 	// Not retryable: give them one partition count.
 	ErrNotCopartitioned = errors.New("processor: input topics of one sub-topology are not co-partitioned")
+	// ErrResetUnfinished: `onceflow reset` of the application began and
+	// did not finish (its marker topic "<app id>-reset-in-progress"
+	// exists): the replica would process from input offsets that do not
+	// match its emptied state. Not retryable until the reset is run again
+	// to its end.
+	ErrResetUnfinished = errors.New("processor: a reset of the application did not finish")
 	// ErrStopTimeout: Run did not finish its shutdown within StopBound
 	// and returned; the clients close in the background. Retryable: the
 	// next run aborts whatever the replica left open.
@@ -71,6 +77,7 @@ var kinds = []struct {
 	{engine.ErrTaskSplit, ErrTaskSplit, false},
 	{kafka.ErrExpiring, ErrRetention, false},
 	{engine.ErrNotCopartitioned, ErrNotCopartitioned, false},
+	{engine.ErrResetUnfinished, ErrResetUnfinished, false},
 	{engine.ErrStopTimeout, ErrStopTimeout, true},
 	{statedir.ErrInUse, ErrStateDirInUse, true},
 }

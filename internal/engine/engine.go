@@ -267,6 +267,12 @@ func (e *Engine) run(ctx context.Context) error {
 	if err := admin.CheckGroup(e.cfg.AppID); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	marker := graph.ResetMarkerTopic(e.cfg.AppID)
+	if ps, err := admin.Partitions(marker); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	} else if _, ok := ps[marker]; ok {
+		return fmt.Errorf("%w: topic %s exists; run `onceflow reset --app-id %s` again to finish it", ErrResetUnfinished, marker, e.cfg.AppID)
+	}
 	defer e.purge.wait()
 	if err := e.prepare(ctx); err != nil {
 		return err

@@ -167,6 +167,13 @@ func (e *Engine) prepareLinks(admin *kafka.Admin, links []string, have map[strin
 	return nil
 }
 
+// ErrResetUnfinished is returned by Run when a reset of the application
+// began and did not finish (its marker topic exists): the internal topics
+// may be gone while the input offsets still point where the old state
+// left off, so processing would count from empty state. Not retryable
+// until the reset is run again to its end.
+var ErrResetUnfinished = errors.New("engine: a reset of the application did not finish")
+
 // ErrNotCopartitioned is returned by Run when the source topics of one
 // sub-topology (merged topics, a repartition topic beside a source) have
 // different partition counts: partition p of some of them has no partner

@@ -33,6 +33,11 @@ type Outbox struct {
 	Key func(k, v any) (string, error)
 }
 
+// ResetMarkerTopic is the topic `onceflow reset` creates before its first
+// change and deletes after its last: while it exists, a reset of the
+// application is unfinished and no replica of it starts.
+func ResetMarkerTopic(app string) string { return app + "-reset-in-progress" }
+
 // DLQTopic is the dead-letter topic of an outbox topic.
 func DLQTopic(outbox string) string { return outbox + "-dlq" }
 

@@ -5,7 +5,8 @@
 // on them); and the local state dir is wiped. It refuses while the
 // application's groups have members or its state dir is held by a running
 // process, and every step can run again: a reset cut short is finished by
-// running the same command once more.
+// running the same command once more. While a reset is unfinished its
+// marker topic exists, and no replica of the application starts.
 package reset
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/clientcfg"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/statedir"
 )
 
@@ -119,9 +121,9 @@ func (c Config) target() (int64, error) {
 
 // Run plans the reset, prints the plan on w, and unless DryRun carries
 // it out in an order any step of which may be cut short and run again:
-// (1) the state dir wiped, (2) the group's offsets on internal topics
+// (0) the marker topic created, (1) the state dir wiped, (2) the group's offsets on internal topics
 // dropped, (3) the internal topics deleted (and their absence awaited),
-// (4) the input offsets committed.
+// (4) the input offsets committed, (5) the marker deleted.
 func Run(ctx context.Context, cfg Config, w io.Writer) (Plan, error) {
 	plan := Plan{App: cfg.AppID, StateDir: cfg.StateDir}
 	if err := cfg.Validate(); err != nil {
@@ -167,6 +169,13 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Plan, error) {
 	if cfg.DryRun {
 		return plan, nil
 	}
+	// The marker first: from here until the input offsets are committed,
+	// a replica starting would process from offsets that do not match its
+	// emptied state, so it refuses while the marker exists.
+	marker := graph.ResetMarkerTopic(cfg.AppID)
+	if err := createMarker(ctx, adm, marker); err != nil {
+		return plan, err
+	}
 	if lock != nil {
 		if err := wipe(cfg.StateDir); err != nil {
 			return plan, err
@@ -194,8 +203,24 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Plan, error) {
 			return plan, fmt.Errorf("reset: commit input offsets: %w", err)
 		}
 	}
+	if err := deleteTopics(ctx, adm, []string{marker}, cfg.DeleteTimeout); err != nil {
+		return plan, fmt.Errorf("reset: remove the marker %s (run the reset again): %w", marker, err)
+	}
 	fmt.Fprintf(w, "reset of %s complete\n", cfg.AppID)
 	return plan, nil
+}
+
+// createMarker creates the topic that marks a reset in progress; one left
+// by a reset cut short is kept.
+func createMarker(ctx context.Context, adm *kadm.Client, marker string) error {
+	resp, err := adm.CreateTopic(ctx, 1, -1, nil, marker)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("reset: create the marker %s: %w", marker, err)
+	}
+	return nil
 }
 
 // refuseActive fails when any of groups has members.

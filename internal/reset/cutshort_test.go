@@ -1,10 +1,9 @@
-//go:build adversary
-
 package reset_test
 
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/reset"
 	"github.com/onceflow/onceflow/internal/statedir"
 	"github.com/onceflow/onceflow/internal/verify"
@@ -24,13 +24,14 @@ import (
 	"github.com/onceflow/onceflow/topology"
 )
 
-// A reset cut short after its third step (state wiped, internal offsets
-// dropped, internal topics deleted) and before it commits the input
-// offsets, then a replica started instead of the reset run again: the
-// group's input offsets say 30 records were counted, but the counts they
-// were counted into are gone. The replica must not go on silently from
-// there (a count of 1 for a key that has 11 records): it must refuse to
-// start, or count on top of the state.
+// A reset cut short after its third step (marker created, state wiped,
+// internal offsets dropped, internal topics deleted) and before it
+// commits the input offsets, then a replica started instead of the reset
+// run again: the group's input offsets say 30 records were counted, but
+// the counts they were counted into are gone. The replica must not go on
+// silently from there (a count of 1 for a key that has 11 records): it
+// refuses to start, naming the unfinished reset; the reset run again
+// finishes, and the replica then counts every record from the start.
 func TestResetCutShortThenReplicaStarts(t *testing.T) {
 	env := enginetest.New(t)
 	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
@@ -111,6 +112,9 @@ func TestResetCutShortThenReplicaStarts(t *testing.T) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, graph.ResetMarkerTopic(app)); err != nil {
+		t.Fatal(err)
+	}
 	committed, err := adm.FetchOffsets(ctx, app)
 	if err != nil {
 		t.Fatal(err)
@@ -131,13 +135,20 @@ func TestResetCutShortThenReplicaStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A replica started now, and 3 more records (one of each value).
-	got, err := run(33, func() { produce(3) })
-	if err != nil {
-		t.Logf("the replica refused: %v", err)
-		return
+	// A replica started now refuses.
+	if _, err := run(33, nil); !errors.Is(err, processor.ErrResetUnfinished) {
+		t.Fatalf("replica after a reset cut short: %v, want processor.ErrResetUnfinished", err)
 	}
-	if got["a"] != 11 {
-		t.Fatalf("replica after a reset cut short: last counts %v; want it to refuse to start or a=11 (the 30 committed inputs' counts were lost silently)", got)
+	// The reset run again finishes; the replica then counts the 30 records
+	// and 3 more from nothing.
+	if _, err := reset.Run(ctx, reset.Config{Brokers: env.Brokers, AppID: app, To: "earliest", StateDir: dir}, io.Discard); err != nil {
+		t.Fatalf("reset run again: %v", err)
+	}
+	got, err := run(30+33, func() { produce(3) })
+	if err != nil {
+		t.Fatalf("replica after the reset: %v", err)
+	}
+	if got["a"] != 11 || got["b"] != 11 || got["c"] != 11 {
+		t.Fatalf("replica after the reset: last counts %v, want 11 each", got)
 	}
 }
