@@ -50,17 +50,7 @@ func TestOutcomesPoisonAndAbortedCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := verify.SpecOf(g, app+"-rejected")
-	check := func(what string) verify.OutcomeReport {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		rep, err := verify.Outcomes(ctx, e.Brokers, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: %s", what, rep)
-		return rep
-	}
+	check := outcomeCheck(t, e, spec)
 	if rep := check("run with a poison record"); !rep.OK || rep.Input != 21 || rep.WithOutput != 20 || rep.RejectedOnly != 1 {
 		t.Fatalf("poison: %+v", rep)
 	}

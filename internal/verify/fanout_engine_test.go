@@ -48,17 +48,7 @@ func TestOutcomesFanOutPartialLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := verify.SpecOf(g, app+"-rejected")
-	check := func(what string) verify.OutcomeReport {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		rep, err := verify.Outcomes(ctx, e.Brokers, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: %s", what, rep)
-		return rep
-	}
+	check := outcomeCheck(t, e, spec)
 	if rep := check("correct run"); !rep.OK || rep.Input != 50 || rep.Output != 100 || rep.Missing != 0 {
 		t.Fatalf("correct run: %+v", rep)
 	}
@@ -89,17 +79,7 @@ func TestOutcomesReplayOnStateIsADouble(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := verify.SpecOf(g, app+"-rejected")
-	check := func(what string) verify.OutcomeReport {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		rep, err := verify.Outcomes(ctx, e.Brokers, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: %s", what, rep)
-		return rep
-	}
+	check := outcomeCheck(t, e, spec)
 	if rep := check("correct run"); !rep.OK {
 		t.Fatalf("correct run: %+v", rep)
 	}

@@ -56,17 +56,7 @@ func TestOutcomesOfPurgedOutboxDeliveries(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := verify.SpecOf(g.WithPrefix(app), app+"-rejected")
-	check := func(what string) verify.OutcomeReport {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		rep, err := verify.Outcomes(ctx, e.Brokers, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: %s", what, rep)
-		return rep
-	}
+	check := outcomeCheck(t, e, spec)
 	if rep := check("before the purge"); !rep.OK || rep.WithOutput != 30 {
 		t.Fatalf("before the purge: %+v", rep)
 	}

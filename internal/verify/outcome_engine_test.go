@@ -52,17 +52,7 @@ func TestOutcomesOfARun(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := verify.SpecOf(g, app+"-rejected")
-	check := func(what string) verify.OutcomeReport {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		rep, err := verify.Outcomes(ctx, e.Brokers, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: %s", what, rep)
-		return rep
-	}
+	check := outcomeCheck(t, e, spec)
 
 	rep := check("correct run")
 	if !rep.OK || rep.Input != 220 || rep.Output != 200 || rep.WithOutput != 200 || rep.RejectedOnly != 20 || rep.Missing != 0 || rep.Doubled != 0 || rep.Unexpected != 0 {
