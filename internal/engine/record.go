@@ -10,6 +10,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/statestore"
 )
 
@@ -85,7 +86,7 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 		return err
 	}
 	if err != nil {
-		d.rejectInput(ReasonUndecodable, "", err)
+		d.rejectInput(wire.ReasonUndecodable, "", err)
 		return d.stage()
 	}
 	d.input = graph.Input{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Headers: r.Headers, Value: r.Value, Timestamp: r.Timestamp}
@@ -99,13 +100,13 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 		// rejected whole, without its outputs and state writes, rather than
 		// failing every transaction that holds it.
 		d.Rollback(graph.Mark{})
-		d.rejectInput(ReasonTooLarge, "", tl)
+		d.rejectInput(wire.ReasonTooLarge, "", tl)
 		return d.stage()
 	}
 	if bs := d.takeBadStamp(); bs != nil {
 		// Likewise an output stamped beyond what its topic accepts.
 		d.Rollback(graph.Mark{})
-		d.rejectInput(ReasonTimestampOutOfRange, "", bs)
+		d.rejectInput(wire.ReasonTimestampOutOfRange, "", bs)
 		return d.stage()
 	}
 	if graph.IsUnavailable(err) {
@@ -119,7 +120,7 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 			// reached the top, so the whole input is the rejected record.
 			d.rejectInput(rej.Reason, rej.Node, rej)
 		} else {
-			d.rejectInput(ReasonProcessingError, "", err)
+			d.rejectInput(wire.ReasonProcessingError, "", err)
 		}
 	}
 	return d.stage()
@@ -195,7 +196,7 @@ func (d *driver) sourceBytes() []byte {
 	r := d.inRecord
 	if d.internal[r.Topic] {
 		for i := len(r.Headers) - 1; i >= 0; i-- {
-			if r.Headers[i].Key == HeaderSource && len(r.Headers[i].Value) <= maxLineage {
+			if r.Headers[i].Key == wire.HeaderSource && len(r.Headers[i].Value) <= maxLineage {
 				d.lineageBytes = r.Headers[i].Value
 				return d.lineageBytes
 			}
@@ -240,7 +241,7 @@ func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, t
 	}
 	d.out = append(d.out, kafka.Message{
 		Topic:     topic,
-		Partition: kafka.Partition(key, d.inRecord.Partition, d.e.sinkParts[topic]),
+		Partition: wire.Partition(key, d.inRecord.Partition, d.e.sinkParts[topic]),
 		Key:       key,
 		Value:     value,
 		Headers:   headers,
@@ -267,19 +268,19 @@ func (d *driver) reject(key, value []byte, headers []graph.Header, ts time.Time,
 	hs := make([]graph.Header, 0, len(headers)+4)
 	for _, h := range headers {
 		switch h.Key {
-		case HeaderSource, HeaderRejectReason, HeaderRejectError, HeaderRejectNode:
+		case wire.HeaderSource, wire.HeaderRejectReason, wire.HeaderRejectError, wire.HeaderRejectNode:
 		default:
 			hs = append(hs, h)
 		}
 	}
 	own := len(hs)
 	hs = append(hs,
-		graph.Header{Key: HeaderRejectReason, Value: []byte(reason)},
-		graph.Header{Key: HeaderSource, Value: []byte(d.source())},
-		graph.Header{Key: HeaderRejectError, Value: []byte(cause.Error())},
+		graph.Header{Key: wire.HeaderRejectReason, Value: []byte(reason)},
+		graph.Header{Key: wire.HeaderSource, Value: []byte(d.source())},
+		graph.Header{Key: wire.HeaderRejectError, Value: []byte(cause.Error())},
 	)
 	if node != "" {
-		hs = append(hs, graph.Header{Key: HeaderRejectNode, Value: []byte(node)})
+		hs = append(hs, graph.Header{Key: wire.HeaderRejectNode, Value: []byte(node)})
 	}
 	m := kafka.Message{
 		Topic:     e.rejected,

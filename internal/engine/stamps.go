@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // stampMargin is kept inside a topic's timestamp bounds: the broker checks
@@ -22,7 +23,7 @@ type errTimestamp struct {
 }
 
 // RejectReason implements graph.Reasoned.
-func (e *errTimestamp) RejectReason() string { return ReasonTimestampOutOfRange }
+func (e *errTimestamp) RejectReason() string { return wire.ReasonTimestampOutOfRange }
 
 func (e *errTimestamp) Error() string {
 	if e.after {

@@ -3,6 +3,8 @@ package verify
 import (
 	"strings"
 	"testing"
+
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 func in(p int32, o int64, v string) Record {
@@ -12,7 +14,7 @@ func in(p int32, o int64, v string) Record {
 func out(src, v string) Record {
 	r := Record{Topic: "out", Value: []byte(v)}
 	if src != "" {
-		r.Headers = map[string]string{SourceHeader: src}
+		r.Headers = map[string]string{wire.HeaderSource: src}
 	}
 	return r
 }
@@ -88,7 +90,7 @@ func TestMatch(t *testing.T) {
 		{
 			name: "empty values match",
 			in:   []Record{in(2, 5, "")},
-			out:  []Record{{Topic: "out", Headers: map[string]string{SourceHeader: "in/2/5"}}},
+			out:  []Record{{Topic: "out", Headers: map[string]string{wire.HeaderSource: "in/2/5"}}},
 			want: Report{Input: 1, Output: 1, OK: true},
 		},
 	} {

@@ -30,8 +30,8 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
-	"github.com/onceflow/onceflow/internal/partition"
 	"github.com/onceflow/onceflow/internal/taskstate"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/statestore"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -42,27 +42,27 @@ const ApplicationID = "test"
 
 // Header names the driver writes, as a replica does.
 const (
-	HeaderSource       = "onceflow-source"
-	HeaderRejectReason = "onceflow-reject-reason"
+	HeaderSource       = wire.HeaderSource
+	HeaderRejectReason = wire.HeaderRejectReason
 	// HeaderRejectedRecord marks a rejected record that is not an input
 	// record: RejectedWindowResult for a window's final result, whose
 	// bounds (milliseconds since the epoch) HeaderWindowStart and
 	// HeaderWindowEnd hold.
-	HeaderRejectedRecord = graph.HeaderRejectedRecord
-	HeaderWindowStart    = graph.HeaderWindowStart
-	HeaderWindowEnd      = graph.HeaderWindowEnd
+	HeaderRejectedRecord = wire.HeaderRejectedRecord
+	HeaderWindowStart    = wire.HeaderWindowStart
+	HeaderWindowEnd      = wire.HeaderWindowEnd
 )
 
 // RejectedWindowResult is HeaderRejectedRecord's value on a window's final
 // result rejected as itself: its key and aggregate as the window's store
 // encodes them.
-const RejectedWindowResult = graph.RejectedWindowResult
+const RejectedWindowResult = wire.RejectedWindowResult
 
 // Rejection reasons of the runtime (the gates have their own: duplicate,
 // conflict, stale).
 const (
-	ReasonUndecodable     = "undecodable"
-	ReasonProcessingError = "processing-error"
+	ReasonUndecodable     = wire.ReasonUndecodable
+	ReasonProcessingError = wire.ReasonProcessingError
 )
 
 // Config configures a Driver. The zero value means every default.
@@ -398,7 +398,7 @@ type emitter struct{ d *Driver }
 // Emit implements graph.Emitter.
 func (em emitter) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
 	d := em.d
-	d.pending = append(d.pending, output{topic: topic, partition: partition.For(key, d.input.Partition, d.parts),
+	d.pending = append(d.pending, output{topic: topic, partition: wire.Partition(key, d.input.Partition, d.parts),
 		key: key, value: value, headers: headers, timestamp: ts, source: d.source})
 	return nil
 }
