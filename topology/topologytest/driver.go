@@ -330,11 +330,11 @@ func (d *Driver) process(r raw) error {
 		}
 		if err != nil {
 			emitter{d}.Rollback(graph.Mark{})
-			reason := ReasonProcessingError
+			reason, node := ReasonProcessingError, ""
 			if rej, ok := errors.AsType[*graph.Rejection](err); ok {
-				reason = rej.Reason
+				reason, node = rej.Reason, rej.Node
 			}
-			d.rejects = append(d.rejects, d.rejection(reason, "", err))
+			d.rejects = append(d.rejects, d.rejection(reason, node, err))
 		}
 		return nil
 	})
