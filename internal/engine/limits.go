@@ -80,33 +80,20 @@ func recordBytes(key, value []byte, headers []graph.Header, source []byte) int {
 	return n
 }
 
-// checkSize refuses a record that would exceed the limit, and remembers
-// the refusal for the input record being processed (a node may drop the
-// error; the record is rejected all the same).
+// checkSize refuses a record that would exceed the limit (the executor
+// rejects the input record for it, even when a node drops the error).
 func (d *driver) checkSize(topic string, key, value []byte, headers []graph.Header, source []byte) error {
 	n := recordBytes(key, value, headers, source)
 	if n <= d.e.limit.batch {
 		return nil
 	}
-	err := &errTooLarge{topic: topic, size: n, limit: d.e.limit}
-	if d.tooLarge == nil {
-		d.tooLarge = err
-	}
-	return err
+	return &errTooLarge{topic: topic, size: n, limit: d.e.limit}
 }
 
 // checkChange refuses a state change whose changelog record would exceed
 // the limit.
 func (d *driver) checkChange(store string, key, value []byte) error {
 	return d.checkSize(d.e.stores[store].topic, key, value, nil, nil)
-}
-
-// takeTooLarge returns, and forgets, the size refusal met while the input
-// record was processed.
-func (d *driver) takeTooLarge() error {
-	err := d.tooLarge
-	d.tooLarge = nil
-	return err
 }
 
 // fitRejected cuts a rejected record until it fits the rejected topic:

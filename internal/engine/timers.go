@@ -12,6 +12,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/taskstate"
 	"github.com/onceflow/onceflow/statestore"
 )
 
@@ -163,24 +164,9 @@ func (d *driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time
 	d.inRecord = &d.punctRecord
 	d.lineage = lineage
 	d.lineageBytes = []byte(lineage)
-	d.input = graph.Input{Partition: task.Partition, Offset: -1, Timestamp: at}
-	var st graph.State
-	if d.txn != nil {
-		d.state.SetTask(task)
-		st = d.state
-	}
-	err := d.gctx.Punctuate(tm, at, after, &d.input, d, st)
-	tl, bs := d.takeTooLarge(), d.takeBadStamp()
-	switch {
-	case tl != nil:
-		err = tl
-	case bs != nil:
-		err = bs
-	}
-	if err != nil {
-		d.Rollback(graph.Mark{})
+	if o := d.exec.Punctuate(tm, task, at, after, d); o.Kind == taskstate.Failed {
 		d.e.log.Error("punctuation failed; its state changes and outputs are discarded, it runs again at its next interval",
-			"node", tm.Node.Name, "task", taskName(task.SubTopology, task.Partition), "at", at, "error", err)
+			"node", tm.Node.Name, "task", taskName(task.SubTopology, task.Partition), "at", at, "error", o.Err)
 	}
 	return d.stage()
 }

@@ -22,7 +22,6 @@
 package topologytest
 
 import (
-	"errors"
 	"fmt"
 	"github.com/onceflow/onceflow/internal/compile"
 	"slices"
@@ -86,6 +85,7 @@ type Driver struct {
 	now    time.Time
 	db     *statestore.DB
 	state  *taskstate.State
+	exec   *taskstate.Executor
 	stores map[string]taskstate.Store
 
 	offsets   map[string]map[int32]int64 // next offset per topic and partition
@@ -96,7 +96,6 @@ type Driver struct {
 	punctErrs []error                    // unread
 
 	// The record being processed.
-	gctx    graph.Context
 	input   graph.Input
 	source  string
 	inKey   []byte
@@ -177,6 +176,7 @@ func New(tp *topology.Topology, cfg Config) (*Driver, error) {
 		Now:          func() time.Time { return d.now },
 		Source:       func() string { return d.source },
 	})
+	d.exec = taskstate.NewExecutor(d.state)
 	return d, nil
 }
 
@@ -311,30 +311,12 @@ func (d *Driver) process(r raw) error {
 				return err
 			}
 		}
-		k, v, err := src.Decode(r.key, r.value)
-		if graph.IsUnavailable(err) {
+		o, err := d.exec.Execute(src, d.input, r.key, emitter{d})
+		if err != nil {
 			return err // an outage, as a replica fails its transaction
 		}
-		if err != nil {
-			d.rejects = append(d.rejects, d.rejection(ReasonUndecodable, "", err))
-			return nil
-		}
-		var st graph.State
-		if len(d.stores) > 0 {
-			st = d.state
-		}
-		err = d.gctx.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.headers, Timestamp: r.timestamp}, emitter{d}, st)
-		if graph.IsUnavailable(err) {
-			emitter{d}.Rollback(graph.Mark{})
-			return err
-		}
-		if err != nil {
-			emitter{d}.Rollback(graph.Mark{})
-			reason, node := ReasonProcessingError, ""
-			if rej, ok := errors.AsType[*graph.Rejection](err); ok {
-				reason, node = rej.Reason, rej.Node
-			}
-			d.rejects = append(d.rejects, d.rejection(reason, node, err))
+		if o.Kind == taskstate.Rejected {
+			d.rejects = append(d.rejects, d.rejection(o.Reason, o.Node, o.Err))
 		}
 		return nil
 	})
@@ -348,13 +330,8 @@ func (d *Driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time
 	d.inKey = nil
 	d.input = graph.Input{Partition: task.Partition, Offset: -1, Timestamp: at}
 	return d.transact(task, func() error {
-		var st graph.State
-		if len(d.stores) > 0 {
-			st = d.state
-		}
-		if err := d.gctx.Punctuate(tm, at, after, &d.input, emitter{d}, st); err != nil {
-			emitter{d}.Rollback(graph.Mark{})
-			d.punctErrs = append(d.punctErrs, err)
+		if o := d.exec.Punctuate(tm, task, at, after, emitter{d}); o.Kind == taskstate.Failed {
+			d.punctErrs = append(d.punctErrs, o.Err)
 		}
 		return nil
 	})
