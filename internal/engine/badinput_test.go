@@ -270,7 +270,7 @@ func TestBadInputGoesWhereTheTableSays(t *testing.T) {
 		}
 		wantRejected := 0
 		for _, r := range rs {
-			src := verify.FormatSource(r.Topic, r.Partition, r.Offset)
+			src := wire.Source(r.Topic, r.Partition, r.Offset)
 			got := where[src]
 			i, isBad := bad[r]
 			name, want := "good record "+src, toOutput

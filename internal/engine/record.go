@@ -4,7 +4,6 @@ package engine
 // rejections and staged state, and their lineage.
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
@@ -162,11 +161,7 @@ func (d *driver) sourceBytes() []byte {
 		d.lineageArena = make([]byte, 0, max(lineageChunk, need))
 	}
 	start := len(d.lineageArena)
-	b := append(d.lineageArena, r.Topic...)
-	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(r.Partition), 10)
-	b = append(b, '/')
-	b = strconv.AppendInt(b, r.Offset, 10)
+	b := wire.AppendSource(d.lineageArena, r.Topic, r.Partition, r.Offset)
 	d.lineageArena = b
 	d.lineageBytes = b[start:len(b):len(b)]
 	return d.lineageBytes

@@ -84,7 +84,7 @@ func (c *Context) lineage() string {
 // source, repartition or through topic alike.
 func (c *Context) coordinates() string {
 	in := c.input
-	return in.Topic + "/" + strconv.Itoa(int(in.Partition)) + "/" + strconv.FormatInt(in.Offset, 10)
+	return wire.Source(in.Topic, in.Partition, in.Offset)
 }
 
 // origin is what the default idempotency keys of the current processing

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
@@ -84,7 +82,7 @@ func match(inputTopic string, in, out []Record, sameValue bool) Report {
 	copies := make(map[key]int, len(in))
 	rep := Report{Input: len(in), Output: len(out)}
 	for _, r := range out {
-		topic, p, o, ok := ParseSource(r.Headers[wire.HeaderSource])
+		topic, p, o, ok := wire.ParseSource(r.Headers[wire.HeaderSource])
 		if !ok || topic != inputTopic {
 			rep.Unexpected++
 			continue
@@ -107,32 +105,4 @@ func match(inputTopic string, in, out []Record, sameValue bool) Report {
 	}
 	rep.OK = rep.Missing == 0 && rep.Duplicates == 0 && rep.Unexpected == 0
 	return rep
-}
-
-// FormatSource formats a wire.HeaderSource value.
-func FormatSource(topic string, partition int32, offset int64) string {
-	return topic + "/" + strconv.FormatInt(int64(partition), 10) + "/" + strconv.FormatInt(offset, 10)
-}
-
-// ParseSource parses a wire.HeaderSource value (topic/partition/offset). The
-// partition and offset must be non-negative decimals; the topic must be
-// non-empty.
-func ParseSource(s string) (topic string, partition int32, offset int64, ok bool) {
-	i := strings.LastIndexByte(s, '/')
-	if i < 0 {
-		return "", 0, 0, false
-	}
-	j := strings.LastIndexByte(s[:i], '/')
-	if j <= 0 {
-		return "", 0, 0, false
-	}
-	p, err := strconv.ParseInt(s[j+1:i], 10, 32)
-	if err != nil || p < 0 || strings.HasPrefix(s[j+1:i], "+") {
-		return "", 0, 0, false
-	}
-	o, err := strconv.ParseInt(s[i+1:], 10, 64)
-	if err != nil || o < 0 || strings.HasPrefix(s[i+1:], "+") {
-		return "", 0, 0, false
-	}
-	return s[:j], int32(p), o, true
 }

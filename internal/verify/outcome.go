@@ -18,9 +18,6 @@ import (
 	"github.com/onceflow/onceflow/internal/wire"
 )
 
-// punctuatorLineage begins the lineage of a record a punctuation wrote.
-const punctuatorLineage = "punctuator/"
-
 // Spec says what an outcome check reads: the topics of one application.
 type Spec struct {
 	// Inputs are the topics the application consumes (not its repartition
@@ -332,7 +329,7 @@ func matchOutcomes(spec Spec, in, out, rejected []Record, consumed func(Record) 
 		}
 	}
 	gone := func(r Record) bool {
-		topic, p, o, parsed := ParseSource(r.Headers[wire.HeaderSource])
+		topic, p, o, parsed := wire.ParseSource(r.Headers[wire.HeaderSource])
 		lo, ok := lowest[topicPartition{topic, p}]
 		return parsed && inputs[topic] && ok && o >= 0 && o < lo
 	}
@@ -352,10 +349,10 @@ func matchOutcomes(spec Spec, in, out, rejected []Record, consumed func(Record) 
 	// input record's, or neither (unexpected).
 	lineage := func(r Record) (k inputKey, punctuated, ok bool) {
 		src := r.Headers[wire.HeaderSource]
-		if strings.HasPrefix(src, punctuatorLineage) {
+		if strings.HasPrefix(src, wire.PunctuatorPrefix) {
 			return inputKey{}, true, false
 		}
-		topic, p, o, parsed := ParseSource(src)
+		topic, p, o, parsed := wire.ParseSource(src)
 		k = inputKey{topic, p, o}
 		return k, false, parsed && inputs[topic] && known[k]
 	}

@@ -165,7 +165,7 @@ func MatchTruth(truth gen.Truth, inputTopic string, in, out, rejected []Record) 
 	copies := make(map[pos]int, len(in))
 	// account counts r for its input; valid checks r against that input.
 	account := func(r Record, valid func(src Record) bool) {
-		topic, p, o, ok := ParseSource(r.Headers[wire.HeaderSource])
+		topic, p, o, ok := wire.ParseSource(r.Headers[wire.HeaderSource])
 		if !ok || topic != inputTopic {
 			rep.Unexpected++
 			return

@@ -96,7 +96,7 @@ func smallInputRecords(topic string) []*kgo.Record {
 // partition) the engine writes.
 func playOrders(in []verify.Record, outcomes []gen.OrderOutcome, out, rej string) (outputs, rejections []*kgo.Record) {
 	for i, r := range in {
-		src := []byte(verify.FormatSource(r.Topic, r.Partition, r.Offset))
+		src := []byte(wire.Source(r.Topic, r.Partition, r.Offset))
 		o := outcomes[i]
 		if o.Reason == "" {
 			outputs = append(outputs, &kgo.Record{
@@ -165,7 +165,7 @@ func newTruthScenario() *truthScenario {
 
 // find returns the index in recs of the record whose source is input i.
 func (s *truthScenario) find(recs []*kgo.Record, i int) int {
-	src := verify.FormatSource(s.in[i].Topic, s.in[i].Partition, s.in[i].Offset)
+	src := wire.Source(s.in[i].Topic, s.in[i].Partition, s.in[i].Offset)
 	for j, r := range recs {
 		for _, h := range r.Headers {
 			if h.Key == wire.HeaderSource && string(h.Value) == src {
@@ -253,7 +253,7 @@ func TestMatchTruth(t *testing.T) {
 		{"a stale input accepted as well as rejected", func(s *truthScenario) {
 			i := s.input("c-1", "e4", 999)
 			extra := clone(s.out[s.find(s.out, s.input("c-1", "e3", 120))])
-			setHeader(extra, wire.HeaderSource, verify.FormatSource("in", s.in[i].Partition, s.in[i].Offset))
+			setHeader(extra, wire.HeaderSource, wire.Source("in", s.in[i].Partition, s.in[i].Offset))
 			s.out = append(s.out, extra)
 		}, want{duplicates: 1, input: true, rejections: true, totals: true}},
 		{"an output without source", func(s *truthScenario) {
@@ -261,7 +261,7 @@ func TestMatchTruth(t *testing.T) {
 		}, want{missing: 1, unexpected: 1, input: true, accepted: true, rejections: true, totals: true}},
 		{"a source in another topic", func(s *truthScenario) {
 			i := s.input("c-2", "e5", 10)
-			setHeader(s.out[s.find(s.out, i)], wire.HeaderSource, verify.FormatSource("other", s.in[i].Partition, s.in[i].Offset))
+			setHeader(s.out[s.find(s.out, i)], wire.HeaderSource, wire.Source("other", s.in[i].Partition, s.in[i].Offset))
 		}, want{missing: 1, unexpected: 1, input: true, accepted: true, rejections: true, totals: true}},
 		{"a source past the input's end", func(s *truthScenario) {
 			s.out = append(s.out, clone(s.out[s.find(s.out, s.input("c-1", "e3", 120))]))

@@ -142,7 +142,7 @@ func TestCheckTruthOfGenerated(t *testing.T) {
 	// last one and repeats an earlier total.
 	i := slices.IndexFunc(outcomes, func(o gen.OrderOutcome) bool { return o.Reason == wire.ReasonDuplicate })
 	leak := &kgo.Record{Topic: "out", Partition: out[0].Partition, Key: in[i].Key, Value: []byte{0, 0, 0, 0, 0, 0, 0, 1},
-		Headers: []kgo.RecordHeader{{Key: wire.HeaderSource, Value: []byte(verify.FormatSource("orders", in[i].Partition, in[i].Offset))}}}
+		Headers: []kgo.RecordHeader{{Key: wire.HeaderSource, Value: []byte(wire.Source("orders", in[i].Partition, in[i].Offset))}}}
 	for _, r := range out {
 		if string(r.Key) == string(in[i].Key) {
 			leak.Partition = r.Partition

@@ -106,7 +106,7 @@ func copyOf(r *kgo.Record, value ...string) *kgo.Record {
 	if len(value) > 0 {
 		v = value[0]
 	}
-	return rec("out", r.Partition%2, v, wire.HeaderSource, verify.FormatSource(r.Topic, r.Partition, r.Offset))
+	return rec("out", r.Partition%2, v, wire.HeaderSource, wire.Source(r.Topic, r.Partition, r.Offset))
 }
 
 func TestLineage(t *testing.T) {

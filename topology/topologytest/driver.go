@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"github.com/onceflow/onceflow/internal/compile"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
@@ -250,7 +249,7 @@ func (d *Driver) pipe(r raw) error {
 		}
 		queue = d.route(queue)
 		task := statestore.Task{SubTopology: d.g.SubTopologyOf(r.topic), Partition: r.partition}
-		after := d.input.Topic + "/" + strconv.Itoa(int(d.input.Partition)) + "/" + strconv.FormatInt(d.input.Offset, 10)
+		after := wire.Source(d.input.Topic, d.input.Partition, d.input.Offset)
 		for _, tm := range d.g.Timers(task.SubTopology, graph.StreamTime) {
 			if at := d.state.StreamTime(task); !at.IsZero() && d.sched.Due(tm, task.Partition, at) {
 				if err := d.punctuate(tm, task, at, after); err != nil {
@@ -299,7 +298,7 @@ func (d *Driver) process(r raw) error {
 	parts[r.partition]++
 	d.source = r.source
 	if d.source == "" {
-		d.source = r.topic + "/" + strconv.Itoa(int(r.partition)) + "/" + strconv.FormatInt(offset, 10)
+		d.source = wire.Source(r.topic, r.partition, offset)
 	}
 	d.inKey = r.key
 	d.input = graph.Input{Topic: r.topic, Partition: r.partition, Offset: offset, Headers: r.headers, Value: r.value, Timestamp: r.timestamp}
@@ -326,7 +325,7 @@ func (d *Driver) process(r raw) error {
 // A punctuation that fails leaves nothing and is reported in
 // PunctuationErrors.
 func (d *Driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time, after string) error {
-	d.source = "punctuator/" + tm.Node.Name + "/" + strconv.Itoa(task.SubTopology) + "_" + strconv.Itoa(int(task.Partition))
+	d.source = wire.PunctuatorSource(tm.Node.Name, task.SubTopology, task.Partition)
 	d.inKey = nil
 	d.input = graph.Input{Partition: task.Partition, Offset: -1, Timestamp: at}
 	return d.transact(task, func() error {
