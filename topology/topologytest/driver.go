@@ -23,10 +23,10 @@ package topologytest
 
 import (
 	"fmt"
-	"github.com/onceflow/onceflow/internal/compile"
 	"slices"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/taskstate"
 	"github.com/onceflow/onceflow/internal/wire"
