@@ -5,39 +5,41 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // Headers of outbox and dead-letter records.
 const (
 	// HeaderIdempotencyKey carries a delivery's idempotency key, on
 	// outbox and dead-letter records.
-	HeaderIdempotencyKey = "onceflow-idempotency-key"
+	HeaderIdempotencyKey = wire.HeaderIdempotencyKey
 	// HeaderSource is the lineage of the input record a delivery descends
 	// from ("topic/partition/offset").
-	HeaderSource = "onceflow-source"
+	HeaderSource = wire.HeaderSource
 	// HeaderError is the last error of a dead-lettered delivery.
-	HeaderError = "onceflow-sink-error"
+	HeaderError = wire.HeaderSinkError
 	// HeaderAttempts is how many attempts a dead-lettered delivery had.
-	HeaderAttempts = "onceflow-sink-attempts"
+	HeaderAttempts = wire.HeaderSinkAttempts
 	// HeaderClass is the class of the last error of a dead-lettered
 	// delivery (transient when its retry budget ran out, permanent), or
 	// "conflict" for a delivery never sent because its idempotency key
 	// was delivered before for another request: another payload, or,
 	// with default keys, another request time (dead-lettered under
 	// "<key>!conflict@<outbox partition>/<offset>").
-	HeaderClass = "onceflow-sink-class"
+	HeaderClass = wire.HeaderSinkClass
 	// HeaderOutbox names the outbox record of a dead-lettered delivery
 	// ("topic/partition/offset").
-	HeaderOutbox = "onceflow-sink-outbox"
+	HeaderOutbox = wire.HeaderSinkOutbox
 	// HeaderCommand marks an outbox record as a command to the runner
 	// rather than a new delivery request: CommandRedrive or
 	// CommandResolve, for the delivery whose idempotency key the record
 	// carries (see onceflow dlq redrive, onceflow sinks unknown resolve).
 	// The record carries the delivery's payload and record key too.
-	HeaderCommand = "onceflow-sink-command"
+	HeaderCommand = wire.HeaderSinkCommand
 	// HeaderResolveAs is the outcome a CommandResolve gives a parked
 	// delivery: ResolveSucceeded, ResolveFailed or ResolveRetry.
-	HeaderResolveAs = "onceflow-sink-resolve-as"
+	HeaderResolveAs = wire.HeaderSinkResolveAs
 )
 
 // Commands (HeaderCommand values) and resolutions (HeaderResolveAs).

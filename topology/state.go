@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 )
 
@@ -244,9 +245,9 @@ func Dedup[K, V any](s Stream[K, V], name string, id EventID, retention time.Dur
 		}
 		switch res {
 		case graph.DedupDuplicate:
-			return &graph.Rejection{Reason: graph.ReasonDuplicate, Detail: "event id " + strconv.Quote(string(eid)) + " seen before"}
+			return &graph.Rejection{Reason: wire.ReasonDuplicate, Detail: "event id " + strconv.Quote(string(eid)) + " seen before"}
 		case graph.DedupConflict:
-			return &graph.Rejection{Reason: graph.ReasonConflict, Detail: "event id " + strconv.Quote(string(eid)) + " seen before with a different payload"}
+			return &graph.Rejection{Reason: wire.ReasonConflict, Detail: "event id " + strconv.Quote(string(eid)) + " seen before with a different payload"}
 		}
 		return c.Forward(r)
 	}
@@ -286,7 +287,7 @@ func LatestVersion[K, V any](s Stream[K, V], name string, fn func(K, V) (entity 
 				return err
 			}
 			if version <= last {
-				return &graph.Rejection{Reason: graph.ReasonStale, Detail: fmt.Sprintf("entity %q version %d, last applied %d", entity, version, last)}
+				return &graph.Rejection{Reason: wire.ReasonStale, Detail: fmt.Sprintf("entity %q version %d, last applied %d", entity, version, last)}
 			}
 		}
 		if err := st.Put(n.Name, key, binary.BigEndian.AppendUint64(nil, version)); err != nil {

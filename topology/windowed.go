@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 )
 
@@ -18,16 +19,16 @@ import (
 const (
 	// ReasonLate: the record arrived after every window it belongs to
 	// had closed (window end plus grace, see Windows).
-	ReasonLate = "late"
+	ReasonLate = wire.ReasonLate
 	// ReasonInvalidTimestamp: the record has no timestamp (Kafka's -1) or
 	// a negative one, so it belongs to no window (Kafka Streams' default
 	// timestamp extractor fails on it; onceflow rejects it visibly).
-	ReasonInvalidTimestamp = "invalid-timestamp"
+	ReasonInvalidTimestamp = wire.ReasonInvalidTimestamp
 	// ReasonFutureTimestamp: the record is stamped beyond the wall clock
 	// plus the allowed clock skew. Stream time cannot reach its window, so
 	// the window would stay open, its result unseen, until the wall clock
 	// caught up (Kafka Streams would instead close every open window).
-	ReasonFutureTimestamp = "future-timestamp"
+	ReasonFutureTimestamp = wire.ReasonFutureTimestamp
 )
 
 // WindowedStream is a grouped stream cut into windows, to aggregate per
@@ -415,9 +416,9 @@ func (s *windowed[K, V, A]) emit(c *graph.Context, st graph.State, dk, kb []byte
 	// the store encodes them, with its bounds), not as the record that
 	// closed the window, whose own effects commit.
 	as := &graph.RejectedRecord{Key: kb, Value: bytes.Clone(b), Timestamp: msTime(end), Headers: []graph.Header{
-		{Key: graph.HeaderRejectedRecord, Value: []byte(graph.RejectedWindowResult)},
-		{Key: graph.HeaderWindowStart, Value: strconv.AppendInt(nil, start, 10)},
-		{Key: graph.HeaderWindowEnd, Value: strconv.AppendInt(nil, end, 10)},
+		{Key: wire.HeaderRejectedRecord, Value: []byte(wire.RejectedWindowResult)},
+		{Key: wire.HeaderWindowStart, Value: strconv.AppendInt(nil, start, 10)},
+		{Key: wire.HeaderWindowEnd, Value: strconv.AppendInt(nil, end, 10)},
 	}}
 	return c.ForwardAloneAs(graph.Record{Key: wk, Value: agg, Timestamp: msTime(end)}, "final result of window "+wk.String(), as)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
@@ -161,7 +162,7 @@ func copyWithLineage(t *testing.T, ctx context.Context, brokers []string, from, 
 	var out []*kgo.Record
 	for _, r := range recs {
 		out = append(out, &kgo.Record{Topic: to, Key: r.Key, Value: r.Value, Headers: []kgo.RecordHeader{
-			{Key: verify.SourceHeader, Value: []byte(verify.FormatSource(r.Topic, r.Partition, r.Offset))},
+			{Key: wire.HeaderSource, Value: []byte(wire.Source(r.Topic, r.Partition, r.Offset))},
 		}})
 	}
 	if err := cl.ProduceSync(ctx, out...).FirstErr(); err != nil {

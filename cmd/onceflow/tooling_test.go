@@ -18,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/embedded"
-	"github.com/onceflow/onceflow/internal/partition"
 	"github.com/onceflow/onceflow/internal/topics"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 func startBroker(t *testing.T) string {
@@ -232,7 +232,7 @@ func TestProduceFromFile(t *testing.T) {
 					t.Errorf("%q: timestamp %v, want %v", key, r.Timestamp, ts)
 				}
 			}
-			hashed := func(k string) int32 { return partition.For([]byte(k), 0, 4) }
+			hashed := func(k string) int32 { return wire.Partition([]byte(k), 0, 4) }
 			check("order-1", []byte("created"), []kgo.RecordHeader{{Key: "event-id", Value: []byte("e-1")}, {Key: "version", Value: []byte("1")}, {Key: "trace"}},
 				hashed("order-1"), time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
 			check("\x00\x01\x02\xff", []byte{0xde, 0xad, 0xbe, 0xef}, nil, 3, time.UnixMilli(1714564800123))

@@ -10,7 +10,7 @@ import (
 
 	"github.com/onceflow/onceflow/examples/allstages"
 	"github.com/onceflow/onceflow/internal/gen"
-	"github.com/onceflow/onceflow/internal/partition"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"
@@ -52,7 +52,7 @@ func TestTopologyMatchesTheTruth(t *testing.T) {
 			in = app
 		}
 		h := topology.Headers{{Key: "event-id", Value: []byte(r.EventID)}}
-		if err := in.PipeRaw([]byte(r.Key), r.Value, h, r.At, partition.For([]byte(r.Key), 0, parts)); err != nil {
+		if err := in.PipeRaw([]byte(r.Key), r.Value, h, r.At, wire.Partition([]byte(r.Key), 0, parts)); err != nil {
 			t.Fatal(err)
 		}
 		if i%500 == 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/clientcfg"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // Config is what to read and how to print it. The zero value of each
@@ -275,10 +276,10 @@ func (cfg Config) line(r *kgo.Record) Record {
 		l.Value, l.ValueError, l.ValueB64 = json.RawMessage("null"), err.Error(), base64.StdEncoding.EncodeToString(r.Value)
 	}
 	if cfg.Rejected {
-		l.Reason = l.Headers["onceflow-reject-reason"]
-		l.Node = l.Headers["onceflow-reject-node"]
-		l.Error = l.Headers["onceflow-reject-error"]
-		l.Source = l.Headers["onceflow-source"]
+		l.Reason = l.Headers[wire.HeaderRejectReason]
+		l.Node = l.Headers[wire.HeaderRejectNode]
+		l.Error = l.Headers[wire.HeaderRejectError]
+		l.Source = l.Headers[wire.HeaderSource]
 	}
 	return l
 }

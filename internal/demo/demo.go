@@ -50,6 +50,7 @@ import (
 	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // Config configures a demo run.
@@ -331,9 +332,9 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	res.RecordsIn, res.RecordsOut = rep.Input, rep.Output
 	res.Missing, res.Duplicates, res.Unexpected = rep.Missing, rep.Duplicates, rep.Unexpected
 	res.EventsUnique, res.EventsAccepted = truth.EventsUnique, rep.Output
-	res.DuplicatesInjected, res.DuplicatesRejected = truth.DuplicatesInjected, rep.Rejected[gen.ReasonDuplicate]
-	res.ConflictsInjected, res.ConflictsRejected = truth.ConflictsInjected, rep.Rejected[gen.ReasonConflict]
-	res.StaleInjected, res.StaleRejected = truth.StaleInjected, rep.Rejected[gen.ReasonStale]
+	res.DuplicatesInjected, res.DuplicatesRejected = truth.DuplicatesInjected, rep.Rejected[wire.ReasonDuplicate]
+	res.ConflictsInjected, res.ConflictsRejected = truth.ConflictsInjected, rep.Rejected[wire.ReasonConflict]
+	res.StaleInjected, res.StaleRejected = truth.StaleInjected, rep.Rejected[wire.ReasonStale]
 	res.TotalsMatch = rep.TotalsMatch
 	if err := ext.report(ctx, &res); err != nil {
 		return res, err

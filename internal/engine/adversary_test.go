@@ -11,7 +11,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"
@@ -79,7 +79,7 @@ func TestAdversaryStreamPunctuatorKeysAcrossSessions(t *testing.T) {
 	session(0, 10*time.Second) // a late record, then base+10s again
 	keys := map[string][]string{}
 	for _, r := range env.Read(outbox) {
-		k := r.Headers[graph.HeaderIdempotencyKey]
+		k := r.Headers[wire.HeaderIdempotencyKey]
 		keys[k] = append(keys[k], string(r.Value))
 	}
 	deliveries := 0

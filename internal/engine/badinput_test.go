@@ -18,9 +18,9 @@ import (
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/examples/orders"
-	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // outcome is where one input record must go in one application: its
@@ -32,12 +32,12 @@ type outcome struct {
 
 var (
 	toOutput    = outcome{}
-	undecodable = outcome{reason: engine.ReasonUndecodable}
-	procError   = outcome{reason: engine.ReasonProcessingError}
-	tooLarge    = outcome{reason: engine.ReasonTooLarge, cut: true}
-	badStamp    = outcome{reason: engine.ReasonTimestampOutOfRange}
+	undecodable = outcome{reason: wire.ReasonUndecodable}
+	procError   = outcome{reason: wire.ReasonProcessingError}
+	tooLarge    = outcome{reason: wire.ReasonTooLarge, cut: true}
+	badStamp    = outcome{reason: wire.ReasonTimestampOutOfRange}
 	// undecodable, and too large for the rejected topic: cut to fit.
-	tooLargeUndecodable = outcome{reason: engine.ReasonUndecodable, cut: true}
+	tooLargeUndecodable = outcome{reason: wire.ReasonUndecodable, cut: true}
 )
 
 // badCase is one input record and where it must go in the orders
@@ -265,12 +265,12 @@ func TestBadInputGoesWhereTheTableSays(t *testing.T) {
 		outs, rejected := env.Read(a.out), env.Read(a.app+"-rejected")
 		where := map[string][]verify.Record{} // lineage -> records in output and rejected
 		for _, o := range append(outs, rejected...) {
-			src := o.Headers[engine.HeaderSource]
+			src := o.Headers[wire.HeaderSource]
 			where[src] = append(where[src], o)
 		}
 		wantRejected := 0
 		for _, r := range rs {
-			src := verify.FormatSource(r.Topic, r.Partition, r.Offset)
+			src := wire.Source(r.Topic, r.Partition, r.Offset)
 			got := where[src]
 			i, isBad := bad[r]
 			name, want := "good record "+src, toOutput
@@ -291,7 +291,7 @@ func TestBadInputGoesWhereTheTableSays(t *testing.T) {
 			}
 			if o.Topic != wantTopic {
 				t.Errorf("%s: %s: went to %s (reason %q, error %q), want reason %q", a.app, name, o.Topic,
-					o.Headers[engine.HeaderRejectReason], o.Headers[engine.HeaderRejectError], want.reason)
+					o.Headers[wire.HeaderRejectReason], o.Headers[wire.HeaderRejectError], want.reason)
 				continue
 			}
 			if want.reason == "" {
@@ -300,19 +300,19 @@ func TestBadInputGoesWhereTheTableSays(t *testing.T) {
 				}
 				continue
 			}
-			if got := o.Headers[engine.HeaderRejectReason]; got != want.reason {
-				t.Errorf("%s: %s: reason %q (error %q), want %q", a.app, name, got, o.Headers[engine.HeaderRejectError], want.reason)
+			if got := o.Headers[wire.HeaderRejectReason]; got != want.reason {
+				t.Errorf("%s: %s: reason %q (error %q), want %q", a.app, name, got, o.Headers[wire.HeaderRejectError], want.reason)
 			}
-			if o.Headers[engine.HeaderRejectError] == "" {
+			if o.Headers[wire.HeaderRejectError] == "" {
 				t.Errorf("%s: %s: rejected without an error", a.app, name)
 			}
-			if _, cut := o.Headers[engine.HeaderRejectTruncated]; cut != want.cut {
-				t.Errorf("%s: %s: truncated %v (%q), want %v", a.app, name, cut, o.Headers[engine.HeaderRejectTruncated], want.cut)
+			if _, cut := o.Headers[wire.HeaderRejectTruncated]; cut != want.cut {
+				t.Errorf("%s: %s: truncated %v (%q), want %v", a.app, name, cut, o.Headers[wire.HeaderRejectTruncated], want.cut)
 			}
 			if !want.cut && (!bytes.Equal(o.Key, r.Key) || !bytes.Equal(o.Value, r.Value)) {
 				t.Errorf("%s: %s: the rejected copy's key or value differs from the input's", a.app, name)
 			}
-			t.Logf("%s: %-60s -> %s (%s)", a.app, name, want.reason, o.Headers[engine.HeaderRejectError])
+			t.Logf("%s: %-60s -> %s (%s)", a.app, name, want.reason, o.Headers[wire.HeaderRejectError])
 		}
 		if n := len(outs) + len(rejected); n != len(rs) {
 			t.Errorf("%s: %d records in the output and rejected topics, want %d", a.app, n, len(rs))
@@ -399,7 +399,7 @@ func TestForeignLineageHeaderIsNotTrusted(t *testing.T) {
 	env.CreateTopicConfigs(out, 1, map[string]*string{"max.message.bytes": &half})
 	env.Produce(in, 0, 20)
 	env.ProduceLarge(&kgo.Record{Topic: mid, Key: []byte("foreign"), Value: []byte("written by another producer"),
-		Headers: []kgo.RecordHeader{{Key: engine.HeaderSource, Value: bytes.Repeat([]byte{'s'}, 700<<10)}}})
+		Headers: []kgo.RecordHeader{{Key: wire.HeaderSource, Value: bytes.Repeat([]byte{'s'}, 700<<10)}}})
 
 	r := env.Start(env.Config(app, "r1"), compile(t, throughTopology(in, mid, out)))
 	env.WaitCount(out, 21, 30*time.Second)
@@ -418,7 +418,7 @@ func TestForeignLineageHeaderIsNotTrusted(t *testing.T) {
 	if len(foreign) != 1 {
 		t.Fatalf("%d outputs of the foreign record, want 1", len(foreign))
 	}
-	if got, want := foreign[0].Headers[engine.HeaderSource], mid+"/0/0"; got != want {
+	if got, want := foreign[0].Headers[wire.HeaderSource], mid+"/0/0"; got != want {
 		t.Errorf("lineage of the foreign record's output %.40q, want %s", got, want)
 	}
 	if s := r.E.Stats(); s.Aborted != 0 || s.Rejected != 0 {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -133,7 +133,7 @@ func TestPunctuatorOfAMovedTaskFiresOnce(t *testing.T) {
 	env.Produce(in, 0, 20)
 	firings := func(tag, task string) (n int) {
 		for _, r := range env.Read(out) {
-			if string(r.Key) == tag && strings.HasSuffix(r.Headers[verify.SourceHeader], "/"+task) {
+			if string(r.Key) == tag && strings.HasSuffix(r.Headers[wire.HeaderSource], "/"+task) {
 				n++
 			}
 		}
@@ -156,7 +156,7 @@ func TestPunctuatorOfAMovedTaskFiresOnce(t *testing.T) {
 	}
 	seen := map[string]map[int]int{}
 	for _, r := range env.Read(out) {
-		src := r.Headers[verify.SourceHeader]
+		src := r.Headers[wire.HeaderSource]
 		task := src[strings.LastIndex(src, "/")+1:]
 		var tag string
 		var n int

@@ -21,25 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Header names the engine writes.
-const (
-	HeaderSource       = kafka.SourceHeader
-	HeaderRejectReason = "onceflow-reject-reason"
-	HeaderRejectError  = "onceflow-reject-error"
-	HeaderRejectNode   = "onceflow-reject-node"
-	// A rejected record that is not an input record (a window's final
-	// result) is marked so, with the window's bounds.
-	HeaderRejectedRecord = graph.HeaderRejectedRecord
-	HeaderWindowStart    = graph.HeaderWindowStart
-	HeaderWindowEnd      = graph.HeaderWindowEnd
-)
-
-// Rejection reasons.
-const (
-	ReasonUndecodable     = "undecodable"
-	ReasonProcessingError = "processing-error"
-)
-
 // Config is the engine's complete, validated configuration.
 type Config struct {
 	Client         kafka.Client

@@ -7,22 +7,8 @@ import (
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/wire"
 )
-
-// ReasonTooLarge rejects an input record one of whose outputs or state
-// changes is larger than the topics it goes to accept.
-const ReasonTooLarge = "too-large"
-
-// ReasonTimestampOutOfRange rejects an input record one of whose outputs
-// carries a timestamp a topic it goes to refuses (beyond the topic's
-// message.timestamp.after.max.ms or before.max.ms of the wall clock).
-const ReasonTimestampOutOfRange = "timestamp-out-of-range"
-
-// HeaderRejectTruncated marks a rejected record that was cut to fit the
-// rejected topic. Its value lists what was cut, with the original sizes:
-// "value=<bytes>", then ",headers=<count>" and ",key=<bytes>" when those
-// had to go too.
-const HeaderRejectTruncated = "onceflow-reject-truncated"
 
 // sizeLimit is the largest record the replica produces: every topic it
 // writes (outputs, repartition, rejected, changelogs) must accept it,
@@ -65,7 +51,7 @@ type errTooLarge struct {
 }
 
 // RejectReason implements graph.Reasoned.
-func (e *errTooLarge) RejectReason() string { return ReasonTooLarge }
+func (e *errTooLarge) RejectReason() string { return wire.ReasonTooLarge }
 
 func (e *errTooLarge) Error() string {
 	if e.limit.of[e.topic] == e.limit.batch {
@@ -83,30 +69,25 @@ func (e *errTooLarge) Error() string {
 func recordBytes(key, value []byte, headers []graph.Header, source []byte) int {
 	n := kafka.BatchOverhead + kafka.RecordOverhead + len(key) + len(value)
 	for _, h := range headers {
-		if source != nil && h.Key == kafka.SourceHeader {
+		if source != nil && h.Key == wire.HeaderSource {
 			continue
 		}
 		n += len(h.Key) + len(h.Value) + kafka.HeaderOverhead
 	}
 	if source != nil {
-		n += len(kafka.SourceHeader) + len(source) + kafka.HeaderOverhead
+		n += len(wire.HeaderSource) + len(source) + kafka.HeaderOverhead
 	}
 	return n
 }
 
-// checkSize refuses a record that would exceed the limit, and remembers
-// the refusal for the input record being processed (a node may drop the
-// error; the record is rejected all the same).
+// checkSize refuses a record that would exceed the limit (the executor
+// rejects the input record for it, even when a node drops the error).
 func (d *driver) checkSize(topic string, key, value []byte, headers []graph.Header, source []byte) error {
 	n := recordBytes(key, value, headers, source)
 	if n <= d.e.limit.batch {
 		return nil
 	}
-	err := &errTooLarge{topic: topic, size: n, limit: d.e.limit}
-	if d.tooLarge == nil {
-		d.tooLarge = err
-	}
-	return err
+	return &errTooLarge{topic: topic, size: n, limit: d.e.limit}
 }
 
 // checkChange refuses a state change whose changelog record would exceed
@@ -115,17 +96,9 @@ func (d *driver) checkChange(store string, key, value []byte) error {
 	return d.checkSize(d.e.stores[store].topic, key, value, nil, nil)
 }
 
-// takeTooLarge returns, and forgets, the size refusal met while the input
-// record was processed.
-func (d *driver) takeTooLarge() error {
-	err := d.tooLarge
-	d.tooLarge = nil
-	return err
-}
-
 // fitRejected cuts a rejected record until it fits the rejected topic:
 // the value first, then the input's own headers, then the key; what was
-// cut is named in HeaderRejectTruncated with its original size.
+// cut is named in wire.HeaderRejectTruncated with its original size.
 func (d *driver) fitRejected(m *kafka.Message, own int) {
 	limit := d.e.limit.batch
 	size := recordBytes(m.Key, m.Value, m.Headers, nil)
@@ -135,7 +108,7 @@ func (d *driver) fitRejected(m *kafka.Message, own int) {
 	note := "value=" + strconv.Itoa(len(m.Value))
 	room := func() int {
 		// The note's header is counted at its longest.
-		return limit - recordBytes(m.Key, m.Value, m.Headers, nil) - len(HeaderRejectTruncated) - len(note) - kafka.HeaderOverhead - 40
+		return limit - recordBytes(m.Key, m.Value, m.Headers, nil) - len(wire.HeaderRejectTruncated) - len(note) - kafka.HeaderOverhead - 40
 	}
 	if over := -room(); over > 0 {
 		m.Value = m.Value[:max(len(m.Value)-over, 0)]
@@ -150,9 +123,9 @@ func (d *driver) fitRejected(m *kafka.Message, own int) {
 	}
 	for i, h := range m.Headers {
 		// The error text is the last thing that can be cut.
-		if over := -room(); over > 0 && h.Key == HeaderRejectError {
+		if over := -room(); over > 0 && h.Key == wire.HeaderRejectError {
 			m.Headers[i].Value = h.Value[:max(len(h.Value)-over, 0)]
 		}
 	}
-	m.Headers = append(m.Headers, graph.Header{Key: HeaderRejectTruncated, Value: []byte(note)})
+	m.Headers = append(m.Headers, graph.Header{Key: wire.HeaderRejectTruncated, Value: []byte(note)})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // A rejected record is cut until it fits the limit: the value first, then
@@ -15,9 +16,9 @@ func TestFitRejected(t *testing.T) {
 	const limit = 10000
 	d := &driver{e: &Engine{limit: sizeLimit{batch: limit, topic: "app-rejected"}}}
 	reject := []graph.Header{
-		{Key: HeaderRejectReason, Value: []byte(ReasonTooLarge)},
-		{Key: HeaderSource, Value: []byte("in/0/7")},
-		{Key: HeaderRejectError, Value: []byte("engine: too large")},
+		{Key: wire.HeaderRejectReason, Value: []byte(wire.ReasonTooLarge)},
+		{Key: wire.HeaderSource, Value: []byte("in/0/7")},
+		{Key: wire.HeaderRejectError, Value: []byte("engine: too large")},
 	}
 	big := func(n int) []byte { return bytes.Repeat([]byte{'x'}, n) }
 	for _, tc := range []struct {
@@ -46,7 +47,7 @@ func TestFitRejected(t *testing.T) {
 			}
 			note := ""
 			for _, h := range m.Headers {
-				if h.Key == HeaderRejectTruncated {
+				if h.Key == wire.HeaderRejectTruncated {
 					note = string(h.Value)
 				}
 			}
@@ -59,7 +60,7 @@ func TestFitRejected(t *testing.T) {
 			if tc.keepKey != (len(m.Key) == tc.key) {
 				t.Errorf("key kept %d of %d bytes", len(m.Key), tc.key)
 			}
-			for _, want := range []string{HeaderRejectReason, HeaderSource, HeaderRejectError} {
+			for _, want := range []string{wire.HeaderRejectReason, wire.HeaderSource, wire.HeaderRejectError} {
 				found := false
 				for _, h := range m.Headers {
 					found = found || h.Key == want
@@ -111,9 +112,9 @@ func FuzzFitRejected(f *testing.F) {
 			hs = append(hs, graph.Header{Key: "own", Value: make([]byte, ownSize)})
 		}
 		hs = append(hs,
-			graph.Header{Key: HeaderRejectReason, Value: []byte(ReasonTooLarge)},
-			graph.Header{Key: HeaderSource, Value: []byte("some-input-topic/12/1234567890")},
-			graph.Header{Key: HeaderRejectError, Value: bytes.Repeat([]byte{'e'}, int(errLen))},
+			graph.Header{Key: wire.HeaderRejectReason, Value: []byte(wire.ReasonTooLarge)},
+			graph.Header{Key: wire.HeaderSource, Value: []byte("some-input-topic/12/1234567890")},
+			graph.Header{Key: wire.HeaderRejectError, Value: bytes.Repeat([]byte{'e'}, int(errLen))},
 		)
 		m := kafka.Message{Key: make([]byte, key), Value: make([]byte, value), Headers: hs}
 		before := recordBytes(m.Key, m.Value, m.Headers, nil)
@@ -123,9 +124,9 @@ func FuzzFitRejected(f *testing.F) {
 		}
 		var reason, source, note bool
 		for _, h := range m.Headers {
-			reason = reason || h.Key == HeaderRejectReason && string(h.Value) == ReasonTooLarge
-			source = source || h.Key == HeaderSource && len(h.Value) > 0
-			note = note || h.Key == HeaderRejectTruncated
+			reason = reason || h.Key == wire.HeaderRejectReason && string(h.Value) == wire.ReasonTooLarge
+			source = source || h.Key == wire.HeaderSource && len(h.Value) > 0
+			note = note || h.Key == wire.HeaderRejectTruncated
 		}
 		if !reason || !source {
 			t.Fatalf("reason kept %v, lineage kept %v", reason, source)

@@ -11,9 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
-	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -53,16 +53,16 @@ func rejectedTooLarge(t *testing.T, env *enginetest.Env, rejected, in string, wa
 		if string(r.Key) != want[i] {
 			t.Errorf("rejected record %d has key %q, want %q", i, r.Key, want[i])
 		}
-		if got := r.Headers[engine.HeaderRejectReason]; got != engine.ReasonTooLarge {
-			t.Errorf("reject reason %q, want %q", got, engine.ReasonTooLarge)
+		if got := r.Headers[wire.HeaderRejectReason]; got != wire.ReasonTooLarge {
+			t.Errorf("reject reason %q, want %q", got, wire.ReasonTooLarge)
 		}
-		if msg := r.Headers[engine.HeaderRejectError]; !strings.Contains(msg, "exceeds the limit of") || !strings.Contains(msg, "max.message.bytes of") {
+		if msg := r.Headers[wire.HeaderRejectError]; !strings.Contains(msg, "exceeds the limit of") || !strings.Contains(msg, "max.message.bytes of") {
 			t.Errorf("reject error %q does not name the limit", msg)
 		}
-		if src := r.Headers[engine.HeaderSource]; !strings.HasPrefix(src, in+"/") {
+		if src := r.Headers[wire.HeaderSource]; !strings.HasPrefix(src, in+"/") {
 			t.Errorf("rejected record lineage %q does not name the input", src)
 		}
-		if note := r.Headers[engine.HeaderRejectTruncated]; note != "value="+strconv.Itoa(poisonSize) {
+		if note := r.Headers[wire.HeaderRejectTruncated]; note != "value="+strconv.Itoa(poisonSize) {
 			t.Errorf("truncation note %q, want value=%d", note, poisonSize)
 		}
 		if n := len(r.Value); n < kafka.DefaultMaxMessageBytes-4096 || n > kafka.DefaultMaxMessageBytes {

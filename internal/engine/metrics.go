@@ -9,6 +9,7 @@ import (
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/version"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -198,7 +199,7 @@ func newMetrics(reg prometheus.Registerer, app, instance string) (*metrics, erro
 	for _, o := range []string{"sent", "collapsed"} {
 		m.stateChanges.WithLabelValues(o)
 	}
-	for _, r := range []string{ReasonUndecodable, ReasonProcessingError, ReasonTooLarge, graph.ReasonDuplicate, graph.ReasonConflict, graph.ReasonStale} {
+	for _, r := range []string{wire.ReasonUndecodable, wire.ReasonProcessingError, wire.ReasonTooLarge, wire.ReasonDuplicate, wire.ReasonConflict, wire.ReasonStale} {
 		m.rejected.WithLabelValues(r)
 	}
 	if reg != nil {

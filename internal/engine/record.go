@@ -4,12 +4,12 @@ package engine
 // rejections and staged state, and their lineage.
 
 import (
-	"errors"
-	"strconv"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/taskstate"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/statestore"
 )
 
@@ -63,64 +63,28 @@ func (d *driver) process(b kafka.Batch) {
 	d.pending.in[task] += len(b.Records)
 }
 
-// handle runs one record through the graph. Its outputs, rejections and
-// state writes are buffered until the whole graph is done with it. A gate
-// that rejects one record in flight rolls back what that record's own path
-// buffered (graph.Context.Forward) and its siblings flow on; any other
-// failure drops everything the input record buffered and rejects it whole
-// (processing-error), so it leaves no partial output and no state change.
-// The error returned is a state failure or an outage of something a codec
-// depends on (graph.IsUnavailable): the transaction cannot go on, and it is
-// never the record's fault.
+// handle runs one record through the graph (taskstate.Executor): its
+// outputs, rejections and state writes are buffered until the whole graph
+// is done with it, and a record the executor rejects whole (undecodable,
+// processing-error, an output or state change no topic accepts:
+// too-large, timestamp-out-of-range) leaves no partial output and no state
+// change, rather than failing every transaction that holds it. The error
+// returned is a state failure or an outage of something a codec depends on
+// (graph.IsUnavailable): the transaction cannot go on, and it is never the
+// record's fault.
 func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	d.out = d.out[:0]
 	d.rejects = d.rejects[:0]
 	d.inRecord = r
 	d.lineage = ""
 	d.lineageBytes = nil
-	k, v, err := src.Decode(r.Key, r.Value)
-	if graph.IsUnavailable(err) {
-		// A codec whose schema registry is out of reach: not the record's
-		// fault, so the transaction aborts and the input is read again.
+	in := graph.Input{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Headers: r.Headers, Value: r.Value, Timestamp: r.Timestamp}
+	o, err := d.exec.Execute(src, in, r.Key, d)
+	if err != nil {
 		return err
 	}
-	if err != nil {
-		d.rejectInput(ReasonUndecodable, "", err)
-		return d.stage()
-	}
-	d.input = graph.Input{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Headers: r.Headers, Value: r.Value, Timestamp: r.Timestamp}
-	var st graph.State
-	if d.txn != nil {
-		st = d.state
-	}
-	err = d.gctx.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.Headers, Timestamp: r.Timestamp}, d, st)
-	if tl := d.takeTooLarge(); tl != nil {
-		// An output or state change no topic accepts: the input record is
-		// rejected whole, without its outputs and state writes, rather than
-		// failing every transaction that holds it.
-		d.Rollback(graph.Mark{})
-		d.rejectInput(ReasonTooLarge, "", tl)
-		return d.stage()
-	}
-	if bs := d.takeBadStamp(); bs != nil {
-		// Likewise an output stamped beyond what its topic accepts.
-		d.Rollback(graph.Mark{})
-		d.rejectInput(ReasonTimestampOutOfRange, "", bs)
-		return d.stage()
-	}
-	if graph.IsUnavailable(err) {
-		d.Rollback(graph.Mark{})
-		return err
-	}
-	if err != nil {
-		d.Rollback(graph.Mark{})
-		if rej, ok := errors.AsType[*graph.Rejection](err); ok {
-			// A graph whose source does not split records: the rejection
-			// reached the top, so the whole input is the rejected record.
-			d.rejectInput(rej.Reason, rej.Node, rej)
-		} else {
-			d.rejectInput(ReasonProcessingError, "", err)
-		}
+	if o.Kind == taskstate.Rejected {
+		d.rejectInput(o.Reason, o.Node, o.Err)
 	}
 	return d.stage()
 }
@@ -159,16 +123,7 @@ func (d *driver) Rollback(m graph.Mark) {
 }
 
 // Reject implements graph.Emitter: a gate rejected one record in flight.
-// A rejection of an output refusal (too-large, timestamp-out-of-range) met
-// on a path forwarded alone (graph.Context.ForwardAlone) settles that
-// refusal: the input record is not rejected whole for it.
 func (d *driver) Reject(rej *graph.Rejection) error {
-	if d.tooLarge != nil && errors.Is(rej, d.tooLarge) {
-		d.tooLarge = nil
-	}
-	if d.badStamp != nil && errors.Is(rej, d.badStamp) {
-		d.badStamp = nil
-	}
 	if as := rej.Record; as != nil {
 		d.reject(as.Key, as.Value, as.Headers, as.Timestamp, rej.Reason, rej.Node, rej)
 		return nil
@@ -195,7 +150,7 @@ func (d *driver) sourceBytes() []byte {
 	r := d.inRecord
 	if d.internal[r.Topic] {
 		for i := len(r.Headers) - 1; i >= 0; i-- {
-			if r.Headers[i].Key == HeaderSource && len(r.Headers[i].Value) <= maxLineage {
+			if r.Headers[i].Key == wire.HeaderSource && len(r.Headers[i].Value) <= maxLineage {
 				d.lineageBytes = r.Headers[i].Value
 				return d.lineageBytes
 			}
@@ -206,11 +161,7 @@ func (d *driver) sourceBytes() []byte {
 		d.lineageArena = make([]byte, 0, max(lineageChunk, need))
 	}
 	start := len(d.lineageArena)
-	b := append(d.lineageArena, r.Topic...)
-	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(r.Partition), 10)
-	b = append(b, '/')
-	b = strconv.AppendInt(b, r.Offset, 10)
+	b := wire.AppendSource(d.lineageArena, r.Topic, r.Partition, r.Offset)
 	d.lineageArena = b
 	d.lineageBytes = b[start:len(b):len(b)]
 	return d.lineageBytes
@@ -230,7 +181,9 @@ const lineageChunk = 16 << 10
 
 // Emit implements graph.Emitter: it buffers one output with its lineage.
 // The headers are the record's own (shared, never modified); the producer
-// writes the lineage after them.
+// writes the lineage after them. An output no topic would accept is
+// refused with a typed error (errTooLarge, errTimestamp) that names its
+// rejection reason: the executor rejects the input record whole for it.
 func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
 	if err := d.checkSize(topic, key, value, headers, d.sourceBytes()); err != nil {
 		return err
@@ -240,7 +193,7 @@ func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, t
 	}
 	d.out = append(d.out, kafka.Message{
 		Topic:     topic,
-		Partition: kafka.Partition(key, d.inRecord.Partition, d.e.sinkParts[topic]),
+		Partition: wire.Partition(key, d.inRecord.Partition, d.e.sinkParts[topic]),
 		Key:       key,
 		Value:     value,
 		Headers:   headers,
@@ -267,19 +220,19 @@ func (d *driver) reject(key, value []byte, headers []graph.Header, ts time.Time,
 	hs := make([]graph.Header, 0, len(headers)+4)
 	for _, h := range headers {
 		switch h.Key {
-		case HeaderSource, HeaderRejectReason, HeaderRejectError, HeaderRejectNode:
+		case wire.HeaderSource, wire.HeaderRejectReason, wire.HeaderRejectError, wire.HeaderRejectNode:
 		default:
 			hs = append(hs, h)
 		}
 	}
 	own := len(hs)
 	hs = append(hs,
-		graph.Header{Key: HeaderRejectReason, Value: []byte(reason)},
-		graph.Header{Key: HeaderSource, Value: []byte(d.source())},
-		graph.Header{Key: HeaderRejectError, Value: []byte(cause.Error())},
+		graph.Header{Key: wire.HeaderRejectReason, Value: []byte(reason)},
+		graph.Header{Key: wire.HeaderSource, Value: []byte(d.source())},
+		graph.Header{Key: wire.HeaderRejectError, Value: []byte(cause.Error())},
 	)
 	if node != "" {
-		hs = append(hs, graph.Header{Key: HeaderRejectNode, Value: []byte(node)})
+		hs = append(hs, graph.Header{Key: wire.HeaderRejectNode, Value: []byte(node)})
 	}
 	m := kafka.Message{
 		Topic:     e.rejected,

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/serde/registry"
 	"github.com/onceflow/onceflow/topology"
@@ -87,7 +87,7 @@ func TestAvroThroughARealRegistry(t *testing.T) {
 		t.Errorf("outputs %q, want %q", got, want)
 	}
 	rej := env.Read(app + "-rejected")
-	if len(rej) != 1 || rej[0].Headers[engine.HeaderRejectReason] != engine.ReasonUndecodable {
+	if len(rej) != 1 || rej[0].Headers[wire.HeaderRejectReason] != wire.ReasonUndecodable {
 		t.Errorf("rejected %+v, want the text record, undecodable", rej)
 	}
 }

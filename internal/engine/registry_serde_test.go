@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/serde/registry"
 	"github.com/onceflow/onceflow/topology"
@@ -128,8 +128,8 @@ func TestAvroInProtobufOutThroughARegistry(t *testing.T) {
 		t.Errorf("outputs %q, want %q", got, want)
 	}
 	rejected := env.Read(app + "-rejected")
-	if len(rejected) != 1 || string(rejected[0].Key) != "json" || rejected[0].Headers[engine.HeaderRejectReason] != engine.ReasonUndecodable ||
-		!strings.Contains(rejected[0].Headers[engine.HeaderRejectError], "magic byte 0x7b") {
+	if len(rejected) != 1 || string(rejected[0].Key) != "json" || rejected[0].Headers[wire.HeaderRejectReason] != wire.ReasonUndecodable ||
+		!strings.Contains(rejected[0].Headers[wire.HeaderRejectError], "magic byte 0x7b") {
 		t.Errorf("rejected %+v, want only the JSON record, undecodable for its magic byte", rejected)
 	}
 	s := r.E.Stats()

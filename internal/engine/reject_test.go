@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -53,17 +53,17 @@ func TestRejectedRecordsAreVisible(t *testing.T) {
 	}
 	reasons := map[string]int{}
 	for _, rec := range env.Read(app + "-rejected") {
-		reason := rec.Headers[engine.HeaderRejectReason]
+		reason := rec.Headers[wire.HeaderRejectReason]
 		reasons[reason]++
-		src := rec.Headers[engine.HeaderSource]
+		src := rec.Headers[wire.HeaderSource]
 		if !strings.HasPrefix(src, in+"/") {
 			t.Errorf("rejected record source %q does not name the input", src)
 		}
-		if rec.Headers[engine.HeaderRejectError] == "" {
+		if rec.Headers[wire.HeaderRejectError] == "" {
 			t.Errorf("rejected record without an error message")
 		}
 	}
-	want := map[string]int{engine.ReasonUndecodable: 2, engine.ReasonProcessingError: 1}
+	want := map[string]int{wire.ReasonUndecodable: 2, wire.ReasonProcessingError: 1}
 	for k, v := range want {
 		if reasons[k] != v {
 			t.Errorf("rejections %v, want %v", reasons, want)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -69,7 +69,7 @@ func runUntil(t *testing.T, env *enginetest.Env, app string, tp *topology.Topolo
 func reasons(rs []verify.Record) []string {
 	var out []string
 	for _, r := range rs {
-		out = append(out, r.Headers[engine.HeaderRejectReason]+"@"+r.Headers[engine.HeaderRejectNode])
+		out = append(out, r.Headers[wire.HeaderRejectReason]+"@"+r.Headers[wire.HeaderRejectNode])
 	}
 	slices.Sort(out)
 	return out

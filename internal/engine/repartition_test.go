@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -59,7 +59,7 @@ func TestRepartitionByEventIDCatchesCrossPartitionDuplicates(t *testing.T) {
 
 	rejected := env.Read(app + "-rejected")
 	for _, rec := range rejected {
-		if reason := rec.Headers[engine.HeaderRejectReason]; reason != "duplicate" {
+		if reason := rec.Headers[wire.HeaderRejectReason]; reason != "duplicate" {
 			t.Errorf("rejected with reason %q, want duplicate", reason)
 		}
 	}

@@ -102,6 +102,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		h.d.internal[t] = true
 	}
 	h.d.state = h.d.newTaskState()
+	h.d.exec = taskstate.NewExecutor(h.d.state)
 	h.done = make(chan struct{})
 	go func() {
 		defer close(h.done)
@@ -206,11 +207,7 @@ type driver struct {
 	lineageBytes []byte
 	lineageArena []byte    // free room of the current lineage chunk
 	batchNow     time.Time // the clock when the batch being processed began; zero outside one
-	gctx         graph.Context
-	input        graph.Input
 	inRecord     *kafka.Record
-	tooLarge     error         // an output or state change of the record no topic accepts
-	badStamp     *errTimestamp // an output of the record its topic refuses for its timestamp
 
 	internal map[string]bool // repartition topics
 	fence    fence           // the generation proof of transactions without input (fence.go)
@@ -219,6 +216,7 @@ type driver struct {
 	txn         *statestore.Txn
 	keep        keeper
 	state       *taskstate.State
+	exec        *taskstate.Executor // runs records and punctuations on state
 	changesSent int
 	seen        map[changeKey]struct{} // scratch of produceChanges
 	send        []bool                 // scratch of produceChanges

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // stampMargin is kept inside a topic's timestamp bounds: the broker checks
@@ -22,7 +23,7 @@ type errTimestamp struct {
 }
 
 // RejectReason implements graph.Reasoned.
-func (e *errTimestamp) RejectReason() string { return ReasonTimestampOutOfRange }
+func (e *errTimestamp) RejectReason() string { return wire.ReasonTimestampOutOfRange }
 
 func (e *errTimestamp) Error() string {
 	if e.after {
@@ -68,33 +69,18 @@ func (e *Engine) refuseStampAt(topic string, ts, now time.Time) *errTimestamp {
 	return nil
 }
 
-// checkStamp refuses an output its topic would refuse for its timestamp,
-// and remembers the refusal for the input record being processed (a node
-// may drop the error; the record is rejected all the same).
+// checkStamp refuses an output its topic would refuse for its timestamp
+// (the executor rejects the input record for it, even when a node drops
+// the error).
 //
 // Within one input batch the clock is read once (d.batchNow): the bounds
 // are a broker's minutes to days, a batch takes milliseconds, and a clock
 // read per output was a few percent of a copy's CPU.
 func (d *driver) checkStamp(topic string, ts time.Time) error {
-	err := d.e.refuseStampAt(topic, ts, d.batchNow)
-	if err == nil {
-		return nil
+	if err := d.e.refuseStampAt(topic, ts, d.batchNow); err != nil {
+		return err
 	}
-	if d.badStamp == nil {
-		d.badStamp = err
-	}
-	return err
-}
-
-// takeBadStamp returns, and forgets, the timestamp refusal met while the
-// input record was processed.
-func (d *driver) takeBadStamp() error {
-	if d.badStamp == nil {
-		return nil
-	}
-	err := d.badStamp
-	d.badStamp = nil
-	return err
+	return nil // not a nil *errTimestamp, which would be a non-nil error
 }
 
 // rejectedStamp is the timestamp of a rejected copy of an input stamped

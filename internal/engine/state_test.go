@@ -10,6 +10,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -209,7 +210,7 @@ func TestGatesRejectVisiblyAndDedupExpires(t *testing.T) {
 
 	reasons := map[string]int{}
 	for _, rec := range env.Read(app + "-rejected") {
-		reasons[rec.Headers[engine.HeaderRejectReason]]++
+		reasons[rec.Headers[wire.HeaderRejectReason]]++
 	}
 	want := map[string]int{"duplicate": 1, "conflict": 1, "stale": 1}
 	if fmt.Sprint(reasons) != fmt.Sprint(want) {

@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -109,10 +108,10 @@ func checkThroughTopic(t *testing.T, env *enginetest.Env, in, mid string, n int,
 			t.Errorf("through topic holds %q twice", r.Value)
 		}
 		seen[string(r.Value)] = true
-		if want := kafka.Partition(r.Key, -1, parts); r.Partition != want {
+		if want := wire.Partition(r.Key, -1, parts); r.Partition != want {
 			t.Errorf("key %q on partition %d, want %d", r.Key, r.Partition, want)
 		}
-		if src := r.Headers[engine.HeaderSource]; !strings.HasPrefix(src, in+"/") {
+		if src := r.Headers[wire.HeaderSource]; !strings.HasPrefix(src, in+"/") {
 			t.Errorf("record %s/%d/%d has lineage %q, want an input record of %s", r.Topic, r.Partition, r.Offset, src, in)
 		}
 	}

@@ -7,11 +7,12 @@ package engine
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/taskstate"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/statestore"
 )
 
@@ -61,7 +62,7 @@ func (d *driver) streamTimers(b *kafka.Batch, task statestore.Task) error {
 	}
 	now := d.state.StreamTime(task)
 	last := &b.Records[len(b.Records)-1]
-	after := last.Topic + "/" + strconv.Itoa(int(last.Partition)) + "/" + strconv.FormatInt(last.Offset, 10)
+	after := wire.Source(last.Topic, last.Partition, last.Offset)
 	for _, tm := range timers {
 		if d.sched.Due(tm, task.Partition, now) {
 			if err := d.punctuate(tm, task, now, after); err != nil {
@@ -157,30 +158,15 @@ func (d *driver) firstSource(sub int) *graph.Node {
 func (d *driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time, after string) error {
 	d.out = d.out[:0]
 	d.rejects = d.rejects[:0]
-	lineage := "punctuator/" + tm.Node.Name + "/" + taskName(task.SubTopology, task.Partition)
+	lineage := wire.PunctuatorSource(tm.Node.Name, task.SubTopology, task.Partition)
 	d.fence.wrote(task)
 	d.punctRecord = kafka.Record{Partition: task.Partition, Offset: -1, Timestamp: at}
 	d.inRecord = &d.punctRecord
 	d.lineage = lineage
 	d.lineageBytes = []byte(lineage)
-	d.input = graph.Input{Partition: task.Partition, Offset: -1, Timestamp: at}
-	var st graph.State
-	if d.txn != nil {
-		d.state.SetTask(task)
-		st = d.state
-	}
-	err := d.gctx.Punctuate(tm, at, after, &d.input, d, st)
-	tl, bs := d.takeTooLarge(), d.takeBadStamp()
-	switch {
-	case tl != nil:
-		err = tl
-	case bs != nil:
-		err = bs
-	}
-	if err != nil {
-		d.Rollback(graph.Mark{})
+	if o := d.exec.Punctuate(tm, task, at, after, d); o.Kind == taskstate.Failed {
 		d.e.log.Error("punctuation failed; its state changes and outputs are discarded, it runs again at its next interval",
-			"node", tm.Node.Name, "task", taskName(task.SubTopology, task.Partition), "at", at, "error", err)
+			"node", tm.Node.Name, "task", taskName(task.SubTopology, task.Partition), "at", at, "error", o.Err)
 	}
 	return d.stage()
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
-	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // An input topic that takes records stamped 50 years ahead, an output
@@ -58,13 +58,13 @@ func TestOutputTimestampTheTopicRefusesIsRejected(t *testing.T) {
 		t.Fatalf("%d rejected records, want 1", len(rejected))
 	}
 	rj := rejected[0]
-	if got := rj.Headers[engine.HeaderRejectReason]; got != engine.ReasonTimestampOutOfRange {
-		t.Errorf("reason %q, want %q", got, engine.ReasonTimestampOutOfRange)
+	if got := rj.Headers[wire.HeaderRejectReason]; got != wire.ReasonTimestampOutOfRange {
+		t.Errorf("reason %q, want %q", got, wire.ReasonTimestampOutOfRange)
 	}
-	if got := rj.Headers[engine.HeaderSource]; got != in+"/0/10" {
+	if got := rj.Headers[wire.HeaderSource]; got != in+"/0/10" {
 		t.Errorf("lineage %q, want %s/0/10", got, in)
 	}
-	if got := rj.Headers[engine.HeaderRejectError]; !strings.Contains(got, "message.timestamp.after.max.ms") {
+	if got := rj.Headers[wire.HeaderRejectError]; !strings.Contains(got, "message.timestamp.after.max.ms") {
 		t.Errorf("error %q does not name message.timestamp.after.max.ms", got)
 	}
 	if n := len(env.Read(out)); n != 20 {

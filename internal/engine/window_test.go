@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -108,12 +108,12 @@ func TestOversizedFinalResultIsRejectedAlone(t *testing.T) {
 	}
 	results := 0
 	for _, r := range env.Read(app + "-rejected") {
-		if got := r.Headers[engine.HeaderRejectReason]; got != engine.ReasonTooLarge {
-			t.Errorf("rejected %q with reason %q, want %q", r.Key, got, engine.ReasonTooLarge)
+		if got := r.Headers[wire.HeaderRejectReason]; got != wire.ReasonTooLarge {
+			t.Errorf("rejected %q with reason %q, want %q", r.Key, got, wire.ReasonTooLarge)
 		}
-		if r.Headers[engine.HeaderRejectedRecord] == "window-result" {
-			if string(r.Key) != "big" || r.Headers[engine.HeaderWindowStart] != strconv.FormatInt(base.UnixMilli(), 10) {
-				t.Errorf("rejected window result key=%q start=%s, want big's window at %d", r.Key, r.Headers[engine.HeaderWindowStart], base.UnixMilli())
+		if r.Headers[wire.HeaderRejectedRecord] == "window-result" {
+			if string(r.Key) != "big" || r.Headers[wire.HeaderWindowStart] != strconv.FormatInt(base.UnixMilli(), 10) {
+				t.Errorf("rejected window result key=%q start=%s, want big's window at %d", r.Key, r.Headers[wire.HeaderWindowStart], base.UnixMilli())
 			}
 			results++ // big's final result, rejected as itself
 		} else if string(r.Key) == "small" {
@@ -163,10 +163,10 @@ func TestFailedWindowResultIsRejectedAsItself(t *testing.T) {
 	}
 	got := rs[0]
 	agg := binary.BigEndian.AppendUint64(nil, 2)
-	g := fmt.Sprintf("key=%q value=%x %s=%q start=%s end=%s reason=%s", got.Key, got.Value, engine.HeaderRejectedRecord, got.Headers[engine.HeaderRejectedRecord],
-		got.Headers[engine.HeaderWindowStart], got.Headers[engine.HeaderWindowEnd], got.Headers[engine.HeaderRejectReason])
-	w := fmt.Sprintf("key=%q value=%x %s=%q start=%d end=%d reason=%s", "u1", agg, engine.HeaderRejectedRecord, "window-result",
-		base.UnixMilli(), base.Add(time.Minute).UnixMilli(), engine.ReasonProcessingError)
+	g := fmt.Sprintf("key=%q value=%x %s=%q start=%s end=%s reason=%s", got.Key, got.Value, wire.HeaderRejectedRecord, got.Headers[wire.HeaderRejectedRecord],
+		got.Headers[wire.HeaderWindowStart], got.Headers[wire.HeaderWindowEnd], got.Headers[wire.HeaderRejectReason])
+	w := fmt.Sprintf("key=%q value=%x %s=%q start=%d end=%d reason=%s", "u1", agg, wire.HeaderRejectedRecord, "window-result",
+		base.UnixMilli(), base.Add(time.Minute).UnixMilli(), wire.ReasonProcessingError)
 	if g != w {
 		t.Errorf("rejected record:\n got  %s\n want %s", g, w)
 	}

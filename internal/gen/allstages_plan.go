@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/examples/allstages"
-	"github.com/onceflow/onceflow/internal/partition"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // AllStagesConfig configures the input of the allstages topology.
@@ -192,7 +192,7 @@ func PlanAllStages(cfg AllStagesConfig) (*AllStagesPlan, error) {
 		item := ""
 		for j := 0; ; j++ {
 			item = fmt.Sprintf("close-%d-%d", q, j)
-			if partition.For([]byte(item), 0, n) == q {
+			if wire.Partition([]byte(item), 0, n) == q {
 				break
 			}
 		}

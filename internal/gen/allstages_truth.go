@@ -8,7 +8,7 @@ import (
 	"sort"
 
 	"github.com/onceflow/onceflow/examples/allstages"
-	"github.com/onceflow/onceflow/internal/partition"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // AllStagesTruth is what the allstages topology must produce from a plan's
@@ -77,11 +77,11 @@ func SimulateAllStages(recs []AllStagesRecord, partitions int) (AllStagesTruth, 
 		versions[e.Order] = e.Version
 		t.Accepted++
 		t.AccountCounts[e.Account]++
-		t.Tally[partition.For([]byte(e.Account), 0, n)]++
+		t.Tally[wire.Partition([]byte(e.Account), 0, n)]++
 		for i, item := range e.Items {
 			t.ItemCounts[item]++
 			t.Lines = append(t.Lines, allstages.Line{EventID: e.ID, Index: i, Item: item, Account: e.Account, Amount: e.Amount, At: e.At})
-			q := partition.For([]byte(item), 0, n)
+			q := wire.Partition([]byte(item), 0, n)
 			if st, ok := streamTime[q]; ok && late(e.At, st) {
 				t.Rejections["late"] += len(allstages.WindowKinds)
 				continue
@@ -98,7 +98,7 @@ func SimulateAllStages(recs []AllStagesRecord, partitions int) (AllStagesTruth, 
 	for _, item := range items {
 		ts := times[item]
 		slices.Sort(ts)
-		t.Windows = append(t.Windows, windowResults(item, ts, streamTime[partition.For([]byte(item), 0, n)])...)
+		t.Windows = append(t.Windows, windowResults(item, ts, streamTime[wire.Partition([]byte(item), 0, n)])...)
 	}
 	return t, nil
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/clientcfg"
-	"github.com/onceflow/onceflow/internal/partition"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // LinesFormat documents the JSON-lines records ParseLines reads (for
@@ -325,7 +325,7 @@ func place(recs []*kgo.Record, n int32) error {
 		case r.Partition >= n:
 			errs = append(errs, fmt.Errorf("record %d: partition %d does not exist (the topic has %d)", i+1, r.Partition, n))
 		case r.Partition < 0:
-			r.Partition = partition.For(r.Key, int32(i%int(n)), n)
+			r.Partition = wire.Partition(r.Key, int32(i%int(n)), n)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/onceflow/onceflow/internal/gen"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 func plan(t *testing.T, cfg gen.OrdersConfig) (*gen.OrdersPlan, []gen.OrderRecord) {
@@ -240,10 +241,10 @@ func order(key, id, orderID string, amount int64, version uint64) gen.OrderRecor
 func TestSimulateOrders(t *testing.T) {
 	const (
 		acc   = ""
-		dup   = gen.ReasonDuplicate
-		con   = gen.ReasonConflict
-		stale = gen.ReasonStale
-		undec = gen.ReasonUndecodable
+		dup   = wire.ReasonDuplicate
+		con   = wire.ReasonConflict
+		stale = wire.ReasonStale
+		undec = wire.ReasonUndecodable
 	)
 	type step struct {
 		rec    gen.OrderRecord

@@ -7,15 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"os"
-)
 
-// Rejection reasons of the orders topology's gates (the values of the
-// engine's onceflow-reject-reason header).
-const (
-	ReasonDuplicate   = "duplicate"
-	ReasonConflict    = "conflict"
-	ReasonStale       = "stale"
-	ReasonUndecodable = "undecodable"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // Truth is what a correct orders topology outputs for the records of one
@@ -62,12 +55,12 @@ type Truth struct {
 // the zero counts of duplicate, conflict and stale included.
 func (t Truth) Rejections() map[string]int {
 	m := map[string]int{
-		ReasonDuplicate: t.DuplicatesInjected,
-		ReasonConflict:  t.ConflictsInjected,
-		ReasonStale:     t.StaleInjected,
+		wire.ReasonDuplicate: t.DuplicatesInjected,
+		wire.ReasonConflict:  t.ConflictsInjected,
+		wire.ReasonStale:     t.StaleInjected,
 	}
 	if t.Undecodable > 0 {
-		m[ReasonUndecodable] = t.Undecodable
+		m[wire.ReasonUndecodable] = t.Undecodable
 	}
 	return m
 }
@@ -180,17 +173,17 @@ func (s *OrdersSimulator) Apply(key, eventID string, value []byte) OrderOutcome 
 	var ev OrderEvent
 	if err := json.Unmarshal(value, &ev); err != nil {
 		s.t.Undecodable++
-		return OrderOutcome{Reason: ReasonUndecodable}
+		return OrderOutcome{Reason: wire.ReasonUndecodable}
 	}
 	sum := sha256.Sum256(value)
 	idKey := key + "\x00" + eventID
 	if first, ok := s.seen[idKey]; ok {
 		if first == sum {
 			s.t.DuplicatesInjected++
-			return OrderOutcome{Reason: ReasonDuplicate}
+			return OrderOutcome{Reason: wire.ReasonDuplicate}
 		}
 		s.t.ConflictsInjected++
-		return OrderOutcome{Reason: ReasonConflict}
+		return OrderOutcome{Reason: wire.ReasonConflict}
 	}
 	s.seen[idKey] = sum
 	s.t.EventsUnique++
@@ -198,7 +191,7 @@ func (s *OrdersSimulator) Apply(key, eventID string, value []byte) OrderOutcome 
 	orderKey := key + "\x00" + ev.OrderID
 	if last, ok := s.version[orderKey]; ok && ev.Version <= last {
 		s.t.StaleInjected++
-		return OrderOutcome{Reason: ReasonStale}
+		return OrderOutcome{Reason: wire.ReasonStale}
 	}
 	s.version[orderKey] = ev.Version
 	s.totals[key] += ev.Amount - s.amount[orderKey]

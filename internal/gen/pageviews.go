@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/examples/pageviews"
-	"github.com/onceflow/onceflow/internal/partition"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // Defaults of PageviewsConfig.
@@ -195,7 +195,7 @@ func PlanPageviews(cfg PageviewsConfig, partitions int) ([]PlannedView, Pageview
 	window, grace := pageviews.Window.Milliseconds(), pageviews.Grace.Milliseconds()
 	plan := make([]PlannedView, 0, cfg.Events+partitions)
 	observe := func(key string, at int64) bool { // false: late
-		p := partition.For([]byte(key), 0, int32(partitions))
+		p := wire.Partition([]byte(key), 0, int32(partitions))
 		start := at - ((at%window)+window)%window
 		if start+window+grace <= streamTime[p] {
 			return false
@@ -234,7 +234,7 @@ func PlanPageviews(cfg PageviewsConfig, partitions int) ([]PlannedView, Pageview
 	// every window of the views.
 	for p, n := 0, 0; p < partitions; n++ {
 		key := fmt.Sprintf("~flush-%d", n)
-		if int(partition.For([]byte(key), 0, int32(partitions))) != p {
+		if int(wire.Partition([]byte(key), 0, int32(partitions))) != p {
 			continue
 		}
 		plan = append(plan, PlannedView{Key: key, Value: pageviews.View{User: key, Page: "/", At: last + 2*window}})

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/partition"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // The plan injects about the rates asked; the truth counts every view on
@@ -29,7 +29,7 @@ func TestPlanPageviews(t *testing.T) {
 	seen := map[int32]bool{}
 	last := plan[cfg.Events-1].Value.At
 	for _, v := range plan[cfg.Events:] {
-		seen[partition.For([]byte(v.Key), 0, 6)] = true
+		seen[wire.Partition([]byte(v.Key), 0, 6)] = true
 		if v.Value.At <= last {
 			t.Errorf("flush record %s at %d, not after the last view", v.Key, v.Value.At)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/record"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // Kind says what a node does.
@@ -410,7 +411,7 @@ func (c *Context) ForwardAloneAs(r Record, what string, as *RejectedRecord) erro
 	}
 	c.failed = nil
 	c.out.Rollback(m)
-	rej := &Rejection{Reason: ReasonProcessingError, Detail: what + ": " + err.Error(), Node: c.node.Name, Err: err, Record: as}
+	rej := &Rejection{Reason: wire.ReasonProcessingError, Detail: what + ": " + err.Error(), Node: c.node.Name, Err: err, Record: as}
 	if ne, ok := errors.AsType[*NodeError](err); ok {
 		rej.Node = ne.Node
 	}

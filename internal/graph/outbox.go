@@ -6,11 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// HeaderIdempotencyKey is the header of an outbox record that carries its
-// delivery's idempotency key.
-const HeaderIdempotencyKey = "onceflow-idempotency-key"
+	"github.com/onceflow/onceflow/internal/wire"
+)
 
 // Outbox marks a sink node that writes delivery requests for an external
 // sink (topology.ToSink). The node's Topic is the outbox topic,
@@ -86,7 +84,7 @@ func (c *Context) lineage() string {
 // source, repartition or through topic alike.
 func (c *Context) coordinates() string {
 	in := c.input
-	return in.Topic + "/" + strconv.Itoa(int(in.Partition)) + "/" + strconv.FormatInt(in.Offset, 10)
+	return wire.Source(in.Topic, in.Partition, in.Offset)
 }
 
 // origin is what the default idempotency keys of the current processing
@@ -138,7 +136,7 @@ func (c *Context) outboxHeaders(n *Node, r Record) ([]Header, error) {
 			key += "#" + strconv.Itoa(i)
 		}
 	}
-	return []Header{{Key: HeaderIdempotencyKey, Value: []byte(key)}}, nil
+	return []Header{{Key: wire.HeaderIdempotencyKey, Value: []byte(key)}}, nil
 }
 
 // nextOutboxIndex counts the deliveries the current processing (one

@@ -86,21 +86,6 @@ type RejectedRecord struct {
 	Timestamp  time.Time
 }
 
-// Headers that mark a rejected record that is not an input record.
-const (
-	// HeaderRejectedRecord says what the rejected record is (absent: the
-	// input record); RejectedWindowResult for a window's final result.
-	HeaderRejectedRecord = "onceflow-reject-record"
-	// HeaderWindowStart and HeaderWindowEnd are a rejected window result's
-	// bounds, in milliseconds since the epoch, as decimal text.
-	HeaderWindowStart = "onceflow-window-start"
-	HeaderWindowEnd   = "onceflow-window-end"
-)
-
-// RejectedWindowResult is HeaderRejectedRecord's value for a window's
-// final result.
-const RejectedWindowResult = "window-result"
-
 // Unwrap returns the failure rejected, if any.
 func (r *Rejection) Unwrap() error { return r.Err }
 
@@ -130,12 +115,3 @@ func (r *Rejection) Error() string {
 	}
 	return fmt.Sprintf("rejected: %s: %s", r.Reason, r.Detail)
 }
-
-// Rejection reasons of the built-in gates.
-const (
-	ReasonDuplicate = "duplicate"
-	ReasonConflict  = "conflict"
-	ReasonStale     = "stale"
-	// ReasonProcessingError: a node failed on the record.
-	ReasonProcessingError = "processing-error"
-)

@@ -12,7 +12,6 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/onceflow/onceflow/internal/clientcfg"
-	"github.com/onceflow/onceflow/internal/partition"
 )
 
 // SASL holds SASL credentials.
@@ -298,7 +297,3 @@ const transactionalLinger = 5 * time.Millisecond
 func txnRetryBackoff(retries, _ int) time.Duration {
 	return min(2*time.Millisecond*time.Duration(retries+1), 100*time.Millisecond)
 }
-
-// Partition maps a key to a partition the way Kafka's Java clients do (see
-// partition.For).
-func Partition(key []byte, fallback int32, n int32) int32 { return partition.For(key, fallback, n) }

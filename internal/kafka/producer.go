@@ -12,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/onceflow/onceflow/internal/record"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // unixEpoch is the earliest timestamp a record can carry.
@@ -24,8 +25,8 @@ type Message struct {
 	Key       []byte
 	Value     []byte
 	Headers   []record.Header
-	// Source, when set, is written as the header SourceHeader after
-	// Headers, replacing any SourceHeader among them (the lineage).
+	// Source, when set, is written as the header wire.HeaderSource after
+	// Headers, replacing any such header among them (the lineage).
 	Source    []byte
 	Timestamp time.Time
 	// Track asks for the record's offset: see TrackedOffsets. Only on a
@@ -33,11 +34,7 @@ type Message struct {
 	Track bool
 }
 
-// SourceHeader is the lineage header: topic/partition/offset of the input
-// record an output came from.
-const SourceHeader = "onceflow-source"
-
-var sourceHeaderKey = []byte(SourceHeader)
+var sourceHeaderKey = []byte(wire.HeaderSource)
 
 // msgTag is the metadata of every message sent: the generation it was
 // sent in (a Reset or ResetTracked starts a new one) and whether its offset
@@ -258,7 +255,7 @@ func (p *Producer) message(m *Message) *sarama.ProducerMessage {
 			pm.Headers = make([]sarama.RecordHeader, 0, n)
 		}
 		for _, h := range m.Headers {
-			if m.Source != nil && h.Key == SourceHeader {
+			if m.Source != nil && h.Key == wire.HeaderSource {
 				continue
 			}
 			pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: unsafe.Slice(unsafe.StringData(h.Key), len(h.Key)), Value: h.Value})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // ClassConflict is the class (sinks.HeaderClass) of a delivery
@@ -63,7 +64,7 @@ func (r *Runner) conflict(p *partition, rec *kafka.Record, key string, e Entry, 
 	ckey := conflictKey(key, rec)
 	ce, err := r.ledgers.get(sk.ledger, p.part, ckey)
 	if err != nil {
-		if ce, err = undecodable(ce, err, header(rec.Headers, kafka.SourceHeader), r.cfg.Now()); err != nil {
+		if ce, err = undecodable(ce, err, header(rec.Headers, wire.HeaderSource), r.cfg.Now()); err != nil {
 			r.log.Error("cannot read the delivery ledger; joining again", "sink", sk.name, "key", ckey, "error", err)
 			p.ss.cancel()
 			p.ss.end()
@@ -78,7 +79,7 @@ func (r *Runner) conflict(p *partition, rec *kafka.Record, key string, e Entry, 
 	}
 	now := r.cfg.Now()
 	hash := payloadHash(rec.Value)
-	source := header(rec.Headers, kafka.SourceHeader)
+	source := header(rec.Headers, wire.HeaderSource)
 	r.log.Error("idempotency key reused by another request; not sent, dead-lettering it under a key of its own",
 		"sink", sk.name, "key", key, "why", why, "state", e.State, "payload_sha256", e.PayloadHash, "source", e.Source,
 		"conflict_key", ckey, "conflict_payload_sha256", hash, "conflict_source", source,

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/record"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/sinks"
 )
 
@@ -486,11 +486,11 @@ func header(hs []record.Header, key string) string {
 // settling (the session ended, or the ledger could not be written).
 func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) bool {
 	sk := p.sink
-	key := header(rec.Headers, graph.HeaderIdempotencyKey)
+	key := header(rec.Headers, wire.HeaderIdempotencyKey)
 	if key == "" {
 		key = sk.name + ":" + rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10)
 	}
-	d := sinks.Delivery{Sink: sk.name, IdempotencyKey: key, Payload: rec.Value, Source: header(rec.Headers, kafka.SourceHeader),
+	d := sinks.Delivery{Sink: sk.name, IdempotencyKey: key, Payload: rec.Value, Source: header(rec.Headers, wire.HeaderSource),
 		Fence: p.fence, Requested: rec.Timestamp}
 	e, err := r.ledgers.get(sk.ledger, p.part, key)
 	var act Action
@@ -659,7 +659,7 @@ func (r *Runner) deadLetter(ctx context.Context, p *partition, rec *kafka.Record
 		{Key: sinks.HeaderError, Value: []byte(e.LastError)},
 		{Key: sinks.HeaderAttempts, Value: []byte(strconv.Itoa(e.Attempts))},
 		{Key: sinks.HeaderClass, Value: []byte(e.Class)},
-		{Key: sinks.HeaderSource, Value: []byte(header(rec.Headers, kafka.SourceHeader))},
+		{Key: sinks.HeaderSource, Value: []byte(header(rec.Headers, wire.HeaderSource))},
 		{Key: sinks.HeaderOutbox, Value: []byte(rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10))},
 	}
 	e, err := e.DeadLettered(r.cfg.Now())

@@ -1,8 +1,10 @@
-// Package taskstate is the state a graph's nodes see while one input record
-// is processed: a record scope of the state store's transaction, the
-// topology's store declarations, each task's stream time, and the dedup
-// gate's decisions. The engine and the topology test driver both run
-// graphs on it, so a topology behaves the same under test as in a replica.
+// Package taskstate is what a graph's records run on: the state its nodes
+// see while one input record is processed (State: a record scope of the
+// state store's transaction, the topology's store declarations, each
+// task's stream time, and the dedup gate's decisions), and the record
+// executor (Executor: decode, run, roll back, reject). The engine and the
+// topology test driver both run graphs on it, so a topology behaves the
+// same under test as in a replica.
 package taskstate
 
 import (
@@ -55,6 +57,9 @@ type State struct {
 	// written (and kept) moves it, so it is what a restart recovers.
 	dedupTime map[statestore.Task]time.Time
 	admitted  []admitted // entries the record scope wrote, not committed yet
+	// refused is told of a change CheckChange refused (the Executor
+	// rejects the record for it); nil: nobody is.
+	refused func(error)
 }
 
 // admitted is a dedup entry the record scope wrote at scope mark mark.
@@ -157,11 +162,17 @@ func (s *State) check(store string) (Store, error) {
 	return st, nil
 }
 
+// checkChange asks CheckChange about a change, and tells refused of a
+// refusal: a node may drop the error, the record is rejected all the same.
 func (s *State) checkChange(store string, key, value []byte) error {
 	if s.cfg.CheckChange == nil {
 		return nil
 	}
-	return s.cfg.CheckChange(store, key, value)
+	err := s.cfg.CheckChange(store, key, value)
+	if err != nil && s.refused != nil {
+		s.refused(err)
+	}
+	return err
 }
 
 // Get implements graph.State.
@@ -242,7 +253,7 @@ func (s *State) Dedup(store string, eventID []byte, hash [32]byte, eventTime tim
 		entry.Source = s.cfg.Source()
 	}
 	if s.cfg.CheckChange != nil {
-		if err := s.cfg.CheckChange(store, eventID, statestore.EncodeDedup(entry)); err != nil {
+		if err := s.checkChange(store, eventID, statestore.EncodeDedup(entry)); err != nil {
 			return 0, err
 		}
 	}

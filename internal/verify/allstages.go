@@ -10,6 +10,7 @@ import (
 
 	"github.com/onceflow/onceflow/examples/allstages"
 	"github.com/onceflow/onceflow/internal/gen"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // Effect is one effect a receiver applied: the delivery's idempotency key
@@ -132,7 +133,7 @@ func CheckAllStages(truth gen.AllStagesTruth, out AllStagesOutputs) AllStagesRep
 	rep.ItemCounts = checkCounts(out.ItemCounts, truth.ItemCounts)
 	rep.Windows = checkWindows(out.Windows, truth.Windows)
 	for _, r := range out.Rejected {
-		reason := r.Headers[RejectReasonHeader]
+		reason := r.Headers[wire.HeaderRejectReason]
 		if reason == "" {
 			reason = NoReason
 		}

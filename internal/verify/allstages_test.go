@@ -10,6 +10,7 @@ import (
 
 	"github.com/onceflow/onceflow/examples/allstages"
 	"github.com/onceflow/onceflow/internal/gen"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // allStagesOutputs builds outputs exactly as the truth wants them.
@@ -40,7 +41,7 @@ func allStagesOutputs(t *testing.T, plan *gen.AllStagesPlan, truth gen.AllStages
 	}
 	for reason, n := range truth.Rejections {
 		for range n {
-			out.Rejected = append(out.Rejected, Record{Headers: map[string]string{RejectReasonHeader: reason}})
+			out.Rejected = append(out.Rejected, Record{Headers: map[string]string{wire.HeaderRejectReason: reason}})
 		}
 	}
 	for i, l := range truth.Lines {

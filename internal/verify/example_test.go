@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 func ExampleMatch() {
@@ -13,7 +14,7 @@ func ExampleMatch() {
 		{Topic: "events", Partition: 1, Offset: 0, Value: []byte("c")},
 	}
 	lineage := func(src, value string) verify.Record {
-		return verify.Record{Topic: "copy", Value: []byte(value), Headers: map[string]string{verify.SourceHeader: src}}
+		return verify.Record{Topic: "copy", Value: []byte(value), Headers: map[string]string{wire.HeaderSource: src}}
 	}
 	out := []verify.Record{
 		lineage("events/0/0", "a"),

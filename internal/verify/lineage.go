@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
-)
 
-// SourceHeader is the header every engine output record carries: the
-// topic/partition/offset of the input record it came from.
-const SourceHeader = "onceflow-source"
+	"github.com/onceflow/onceflow/internal/wire"
+)
 
 // Report is the outcome of a lineage check.
 type Report struct {
@@ -24,7 +20,7 @@ type Report struct {
 	Missing int `json:"missing"`
 	// Duplicates counts extra copies: an input with three outputs counts two.
 	Duplicates int `json:"duplicates"`
-	// Unexpected counts outputs with no or an invalid SourceHeader, one
+	// Unexpected counts outputs with no or an invalid wire.HeaderSource, one
 	// naming a record that is not in the input topic, or one whose value
 	// differs from its input's value.
 	Unexpected int `json:"unexpected"`
@@ -62,14 +58,14 @@ func Lineage(ctx context.Context, brokers []string, input, output string, extra 
 }
 
 // Match matches output records to the records of inputTopic by their
-// SourceHeader, and requires each output's value to equal its input's (the
+// wire.HeaderSource, and requires each output's value to equal its input's (the
 // copy topology). It is pure: in and out are the topics' committed records.
 func Match(inputTopic string, in, out []Record) Report {
 	return match(inputTopic, in, out, true)
 }
 
 // MatchSources is Match for topologies that transform values: outputs are
-// matched by their SourceHeader alone, each input expected exactly once.
+// matched by their wire.HeaderSource alone, each input expected exactly once.
 func MatchSources(inputTopic string, in, out []Record) Report {
 	return match(inputTopic, in, out, false)
 }
@@ -86,7 +82,7 @@ func match(inputTopic string, in, out []Record, sameValue bool) Report {
 	copies := make(map[key]int, len(in))
 	rep := Report{Input: len(in), Output: len(out)}
 	for _, r := range out {
-		topic, p, o, ok := ParseSource(r.Headers[SourceHeader])
+		topic, p, o, ok := wire.ParseSource(r.Headers[wire.HeaderSource])
 		if !ok || topic != inputTopic {
 			rep.Unexpected++
 			continue
@@ -109,32 +105,4 @@ func match(inputTopic string, in, out []Record, sameValue bool) Report {
 	}
 	rep.OK = rep.Missing == 0 && rep.Duplicates == 0 && rep.Unexpected == 0
 	return rep
-}
-
-// FormatSource formats a SourceHeader value.
-func FormatSource(topic string, partition int32, offset int64) string {
-	return topic + "/" + strconv.FormatInt(int64(partition), 10) + "/" + strconv.FormatInt(offset, 10)
-}
-
-// ParseSource parses a SourceHeader value (topic/partition/offset). The
-// partition and offset must be non-negative decimals; the topic must be
-// non-empty.
-func ParseSource(s string) (topic string, partition int32, offset int64, ok bool) {
-	i := strings.LastIndexByte(s, '/')
-	if i < 0 {
-		return "", 0, 0, false
-	}
-	j := strings.LastIndexByte(s[:i], '/')
-	if j <= 0 {
-		return "", 0, 0, false
-	}
-	p, err := strconv.ParseInt(s[j+1:i], 10, 32)
-	if err != nil || p < 0 || strings.HasPrefix(s[j+1:i], "+") {
-		return "", 0, 0, false
-	}
-	o, err := strconv.ParseInt(s[i+1:], 10, 64)
-	if err != nil || o < 0 || strings.HasPrefix(s[i+1:], "+") {
-		return "", 0, 0, false
-	}
-	return s[:j], int32(p), o, true
 }

@@ -3,6 +3,8 @@ package verify
 import (
 	"strings"
 	"testing"
+
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 func in(p int32, o int64, v string) Record {
@@ -12,7 +14,7 @@ func in(p int32, o int64, v string) Record {
 func out(src, v string) Record {
 	r := Record{Topic: "out", Value: []byte(v)}
 	if src != "" {
-		r.Headers = map[string]string{SourceHeader: src}
+		r.Headers = map[string]string{wire.HeaderSource: src}
 	}
 	return r
 }
@@ -88,7 +90,7 @@ func TestMatch(t *testing.T) {
 		{
 			name: "empty values match",
 			in:   []Record{in(2, 5, "")},
-			out:  []Record{{Topic: "out", Headers: map[string]string{SourceHeader: "in/2/5"}}},
+			out:  []Record{{Topic: "out", Headers: map[string]string{wire.HeaderSource: "in/2/5"}}},
 			want: Report{Input: 1, Output: 1, OK: true},
 		},
 	} {
@@ -109,47 +111,4 @@ func TestReportString(t *testing.T) {
 	if !strings.Contains(bad, "missing 1, duplicates 2, unexpected 0") || !strings.Contains(bad, "FAILED") {
 		t.Errorf("failed report: %q", bad)
 	}
-}
-
-func TestParseSource(t *testing.T) {
-	for _, tc := range []struct {
-		in    string
-		topic string
-		p     int32
-		o     int64
-		ok    bool
-	}{
-		{"events/3/1207", "events", 3, 1207, true},
-		{"a.b-c_d/0/0", "a.b-c_d", 0, 0, true},
-		{"events/3/", "", 0, 0, false},
-		{"events//1", "", 0, 0, false},
-		{"/3/1", "", 0, 0, false},
-		{"events/2147483648/1", "", 0, 0, false},
-		{"events/3/1 ", "", 0, 0, false},
-		{"", "", 0, 0, false},
-	} {
-		topic, p, o, ok := ParseSource(tc.in)
-		if ok != tc.ok || topic != tc.topic || p != tc.p || o != tc.o {
-			t.Errorf("ParseSource(%q) = %q %d %d %v, want %q %d %d %v", tc.in, topic, p, o, ok, tc.topic, tc.p, tc.o, tc.ok)
-		}
-	}
-}
-
-func FuzzParseSource(f *testing.F) {
-	for _, s := range []string{"events/3/1207", "a/b/c/1/2", "//", "x/-1/0"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		topic, p, o, ok := ParseSource(s)
-		if !ok {
-			return
-		}
-		if topic == "" || p < 0 || o < 0 {
-			t.Fatalf("ParseSource(%q) accepted %q %d %d", s, topic, p, o)
-		}
-		t2, p2, o2, ok2 := ParseSource(FormatSource(topic, p, o))
-		if !ok2 || t2 != topic || p2 != p || o2 != o {
-			t.Fatalf("round trip of %q failed", s)
-		}
-	})
 }

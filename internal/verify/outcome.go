@@ -14,18 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
-)
 
-// Headers the outcome check reads besides SourceHeader. They are the
-// engine's: a rejection's reason and node, a window result rejected as
-// itself, and an outbox record's idempotency key.
-const (
-	rejectReasonHeader = "onceflow-reject-reason"
-	rejectNodeHeader   = "onceflow-reject-node"
-	rejectRecordHeader = "onceflow-reject-record"
-	idempotencyHeader  = "onceflow-idempotency-key"
-	commandHeader      = "onceflow-sink-command"
-	punctuatorLineage  = "punctuator/"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // Spec says what an outcome check reads: the topics of one application.
@@ -258,7 +248,7 @@ func Outcomes(ctx context.Context, brokers []string, spec Spec, extra ...kgo.Opt
 func purged(outbox string, present, ledger []Record) []Record {
 	there := make(map[string]bool, len(present))
 	for _, r := range present {
-		there[r.Headers[idempotencyHeader]] = true
+		there[r.Headers[wire.HeaderIdempotencyKey]] = true
 	}
 	source := map[string]string{}
 	var keys []string
@@ -283,7 +273,7 @@ func purged(outbox string, present, ledger []Record) []Record {
 			continue
 		}
 		out = append(out, Record{Topic: outbox, Partition: -1, Offset: -1,
-			Headers: map[string]string{SourceHeader: src, idempotencyHeader: k}})
+			Headers: map[string]string{wire.HeaderSource: src, wire.HeaderIdempotencyKey: k}})
 	}
 	return out
 }
@@ -296,7 +286,7 @@ type inputKey struct {
 }
 
 // MatchOutcomes matches the committed records of spec's output topics and
-// of its rejected topic to its input records by their SourceHeader. It is
+// of its rejected topic to its input records by their wire.HeaderSource. It is
 // pure. An outcome is one output record (its topic, partition, key, value
 // and idempotency key, the lineage it names) or one rejection (its reason,
 // node, key and value); the same outcome twice is a double. A fan-out that
@@ -339,7 +329,7 @@ func matchOutcomes(spec Spec, in, out, rejected []Record, consumed func(Record) 
 		}
 	}
 	gone := func(r Record) bool {
-		topic, p, o, parsed := ParseSource(r.Headers[SourceHeader])
+		topic, p, o, parsed := wire.ParseSource(r.Headers[wire.HeaderSource])
 		lo, ok := lowest[topicPartition{topic, p}]
 		return parsed && inputs[topic] && ok && o >= 0 && o < lo
 	}
@@ -355,14 +345,14 @@ func matchOutcomes(spec Spec, in, out, rejected []Record, consumed func(Record) 
 	for _, t := range spec.Outputs {
 		topics[t] = &TopicCount{Topic: t}
 	}
-	// lineage classifies a record by its SourceHeader: a punctuator's, an
+	// lineage classifies a record by its wire.HeaderSource: a punctuator's, an
 	// input record's, or neither (unexpected).
 	lineage := func(r Record) (k inputKey, punctuated, ok bool) {
-		src := r.Headers[SourceHeader]
-		if strings.HasPrefix(src, punctuatorLineage) {
+		src := r.Headers[wire.HeaderSource]
+		if strings.HasPrefix(src, wire.PunctuatorPrefix) {
 			return inputKey{}, true, false
 		}
-		topic, p, o, parsed := ParseSource(src)
+		topic, p, o, parsed := wire.ParseSource(src)
 		k = inputKey{topic, p, o}
 		return k, false, parsed && inputs[topic] && known[k]
 	}
@@ -389,7 +379,7 @@ func matchOutcomes(spec Spec, in, out, rejected []Record, consumed func(Record) 
 			tc = &TopicCount{Topic: r.Topic}
 			topics[r.Topic] = tc
 		}
-		if r.Headers[commandHeader] != "" {
+		if r.Headers[wire.HeaderSinkCommand] != "" {
 			tc.Commands++
 			rep.Output--
 			continue
@@ -411,9 +401,9 @@ func matchOutcomes(spec Spec, in, out, rejected []Record, consumed func(Record) 
 		case windowed[r.Topic]:
 			tc.Windowed++
 			rep.Windowed++
-			windowSeen[signature(r.Topic, r.Partition, r.Key, r.Value, r.Headers[SourceHeader])]++
+			windowSeen[signature(r.Topic, r.Partition, r.Key, r.Value, r.Headers[wire.HeaderSource])]++
 		default:
-			add(k, r.Topic, signature(r.Topic, r.Partition, r.Key, r.Value, r.Headers[idempotencyHeader]), false)
+			add(k, r.Topic, signature(r.Topic, r.Partition, r.Key, r.Value, r.Headers[wire.HeaderIdempotencyKey]), false)
 		}
 	}
 	for _, r := range rejected {
@@ -421,7 +411,7 @@ func matchOutcomes(spec Spec, in, out, rejected []Record, consumed func(Record) 
 		switch {
 		case punctuated:
 			rep.Punctuated++
-		case r.Headers[rejectRecordHeader] != "":
+		case r.Headers[wire.HeaderRejectedRecord] != "":
 			// A window's result rejected as itself: it is not its
 			// lineage's input record.
 			rep.Windowed++
@@ -430,7 +420,7 @@ func matchOutcomes(spec Spec, in, out, rejected []Record, consumed func(Record) 
 		case !ok:
 			rep.Unexpected++
 		default:
-			add(k, "", signature("", 0, r.Key, r.Value, r.Headers[rejectReasonHeader], r.Headers[rejectNodeHeader]), true)
+			add(k, "", signature("", 0, r.Key, r.Value, r.Headers[wire.HeaderRejectReason], r.Headers[wire.HeaderRejectNode]), true)
 		}
 	}
 	mayDrop := map[string]bool{}

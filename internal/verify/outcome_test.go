@@ -2,6 +2,8 @@ package verify
 
 import (
 	"testing"
+
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // rec is a record of topic at partition p, offset o, with value v and
@@ -23,11 +25,11 @@ func TestMatchOutcomes(t *testing.T) {
 	// The outputs of a transformation: values unlike the inputs', one
 	// input with two outputs, one rejected.
 	outputs := []Record{
-		rec("out", 0, 0, "total 1", SourceHeader, "in/0/0"),
-		rec("out", 0, 1, "total 2", SourceHeader, "in/0/1"),
-		rec("out", 1, 0, "another", SourceHeader, "in/0/1"),
+		rec("out", 0, 0, "total 1", wire.HeaderSource, "in/0/0"),
+		rec("out", 0, 1, "total 2", wire.HeaderSource, "in/0/1"),
+		rec("out", 1, 0, "another", wire.HeaderSource, "in/0/1"),
 	}
-	rejection := rec("app-rejected", 0, 0, "c", SourceHeader, "in/1/0", rejectReasonHeader, "duplicate", rejectNodeHeader, "dedup")
+	rejection := rec("app-rejected", 0, 0, "c", wire.HeaderSource, "in/1/0", wire.HeaderRejectReason, "duplicate", wire.HeaderRejectNode, "dedup")
 	for _, tc := range []struct {
 		name     string
 		spec     Spec
@@ -46,7 +48,7 @@ func TestMatchOutcomes(t *testing.T) {
 		},
 		{
 			name: "an output written twice", spec: spec,
-			in: inputs, out: append(outputs[:3:3], rec("out", 0, 7, "total 2", SourceHeader, "in/0/1")), rejected: []Record{rejection},
+			in: inputs, out: append(outputs[:3:3], rec("out", 0, 7, "total 2", wire.HeaderSource, "in/0/1")), rejected: []Record{rejection},
 			check:  func(r OutcomeReport) bool { return r.Doubled == 1 && r.Extra == 1 && r.Missing == 0 },
 			wantOK: false,
 		},
@@ -76,7 +78,7 @@ func TestMatchOutcomes(t *testing.T) {
 		},
 		{
 			name: "an output naming no input, or none", spec: spec,
-			in: inputs, out: append(outputs[:3:3], rec("out", 0, 9, "x", SourceHeader, "in/5/5"), rec("out", 0, 10, "y"), rec("out", 0, 11, "z", SourceHeader, "other/0/0")),
+			in: inputs, out: append(outputs[:3:3], rec("out", 0, 9, "x", wire.HeaderSource, "in/5/5"), rec("out", 0, 10, "y"), rec("out", 0, 11, "z", wire.HeaderSource, "other/0/0")),
 			rejected: []Record{rejection},
 			check:    func(r OutcomeReport) bool { return r.Unexpected == 3 && r.Topics[0].Unexpected == 3 },
 			wantOK:   false,
@@ -85,10 +87,10 @@ func TestMatchOutcomes(t *testing.T) {
 			name: "windowed and punctuated outputs apart", spec: spec,
 			in: inputs,
 			out: append(outputs[:3:3],
-				rec("win", 0, 0, "3", SourceHeader, "in/0/0"),
-				rec("out", 0, 4, "tick", SourceHeader, "punctuator/ticks/0_1"),
-				rec("out", 0, 5, "tick", SourceHeader, "punctuator/ticks/0_1")),
-			rejected: []Record{rejection, rec("app-rejected", 0, 1, "w", SourceHeader, "in/0/0", rejectRecordHeader, "window-result")},
+				rec("win", 0, 0, "3", wire.HeaderSource, "in/0/0"),
+				rec("out", 0, 4, "tick", wire.HeaderSource, "punctuator/ticks/0_1"),
+				rec("out", 0, 5, "tick", wire.HeaderSource, "punctuator/ticks/0_1")),
+			rejected: []Record{rejection, rec("app-rejected", 0, 1, "w", wire.HeaderSource, "in/0/0", wire.HeaderRejectedRecord, "window-result")},
 			check: func(r OutcomeReport) bool {
 				return r.Windowed == 2 && r.Punctuated == 2 && r.WithOutput == 2 && r.Doubled == 0 && r.Unexpected == 0 &&
 					r.Topics[0].Topic == "out" && r.Topics[0].Punctuated == 2 && r.Topics[1].Topic == "win" && r.Topics[1].Windowed == 1
@@ -99,8 +101,8 @@ func TestMatchOutcomes(t *testing.T) {
 			name: "a window's result written twice", spec: spec,
 			in: inputs,
 			out: append(outputs[:3:3],
-				rec("win", 0, 0, "3", SourceHeader, "in/0/0"),
-				rec("win", 0, 1, "3", SourceHeader, "in/0/0")),
+				rec("win", 0, 0, "3", wire.HeaderSource, "in/0/0"),
+				rec("win", 0, 1, "3", wire.HeaderSource, "in/0/0")),
 			rejected: []Record{rejection},
 			check:    func(r OutcomeReport) bool { return r.Windowed == 2 && r.WindowedDoubled == 1 && r.Doubled == 0 },
 			wantOK:   false,
@@ -120,8 +122,8 @@ func TestMatchOutcomes(t *testing.T) {
 func TestMatchOutcomesOutboxKeys(t *testing.T) {
 	spec := Spec{Inputs: []string{"in"}, Outputs: []string{"app-sink-hook"}}
 	in := []Record{rec("in", 0, 0, "a")}
-	first := rec("app-sink-hook", 0, 0, "p", SourceHeader, "in/0/0", idempotencyHeader, "hook:in/0/0")
-	second := rec("app-sink-hook", 0, 1, "p", SourceHeader, "in/0/0", idempotencyHeader, "hook:in/0/0#1")
+	first := rec("app-sink-hook", 0, 0, "p", wire.HeaderSource, "in/0/0", wire.HeaderIdempotencyKey, "hook:in/0/0")
+	second := rec("app-sink-hook", 0, 1, "p", wire.HeaderSource, "in/0/0", wire.HeaderIdempotencyKey, "hook:in/0/0#1")
 	if r := MatchOutcomes(spec, in, []Record{first, second}, nil); !r.OK || r.WithOutput != 1 {
 		t.Errorf("two deliveries: %s", r)
 	}

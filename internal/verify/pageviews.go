@@ -12,6 +12,7 @@ import (
 
 	"github.com/onceflow/onceflow/examples/pageviews"
 	"github.com/onceflow/onceflow/internal/gen"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // PageviewsReport is the outcome of checking the pageviews example's
@@ -116,7 +117,7 @@ func MatchPageviews(truth gen.PageviewsTruth, out, rejected []Record) PageviewsR
 		}
 	}
 	for _, rec := range rejected {
-		if rec.Headers[RejectReasonHeader] == "late" {
+		if rec.Headers[wire.HeaderRejectReason] == wire.ReasonLate {
 			r.Late++
 		} else {
 			r.OtherRejected++

@@ -14,16 +14,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/onceflow/onceflow/internal/gen"
-)
-
-// Headers of the rejected-records topic (besides SourceHeader).
-const (
-	RejectReasonHeader = "onceflow-reject-reason"
-	RejectErrorHeader  = "onceflow-reject-error"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // NoReason is the key under which TruthReport.Rejected counts rejected
-// records without a RejectReasonHeader.
+// records without a wire.HeaderRejectReason.
 const NoReason = "(none)"
 
 // maxExamples bounds TruthReport.TotalsExamples.
@@ -46,7 +41,7 @@ type TruthReport struct {
 	// an input accounted for three times counts two.
 	Duplicates int `json:"duplicates"`
 	// Unexpected counts output and rejected records that account for no
-	// input: no or an invalid SourceHeader, a source outside the input
+	// input: no or an invalid wire.HeaderSource, a source outside the input
 	// topic's records, a key other than the input's, an output value that
 	// is not an 8-byte big-endian int64, or a rejected value other than
 	// the input's.
@@ -147,7 +142,7 @@ func CheckTruth(ctx context.Context, brokers []string, truth gen.Truth, input, o
 // MatchTruth is the pure part of CheckTruth: in, out and rejected are the
 // committed records of the topics inputTopic, the output topic and the
 // rejected-records topic. Every output and rejected record must name its
-// input record in SourceHeader; the last output per key must be the
+// input record in wire.HeaderSource; the last output per key must be the
 // customer's total.
 func MatchTruth(truth gen.Truth, inputTopic string, in, out, rejected []Record) TruthReport {
 	type pos struct {
@@ -170,7 +165,7 @@ func MatchTruth(truth gen.Truth, inputTopic string, in, out, rejected []Record) 
 	copies := make(map[pos]int, len(in))
 	// account counts r for its input; valid checks r against that input.
 	account := func(r Record, valid func(src Record) bool) {
-		topic, p, o, ok := ParseSource(r.Headers[SourceHeader])
+		topic, p, o, ok := wire.ParseSource(r.Headers[wire.HeaderSource])
 		if !ok || topic != inputTopic {
 			rep.Unexpected++
 			return
@@ -186,7 +181,7 @@ func MatchTruth(truth gen.Truth, inputTopic string, in, out, rejected []Record) 
 		account(r, func(Record) bool { return len(r.Value) == 8 })
 	}
 	for _, r := range rejected {
-		reason, ok := r.Headers[RejectReasonHeader]
+		reason, ok := r.Headers[wire.HeaderRejectReason]
 		if !ok || reason == "" {
 			reason = NoReason
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 func orderRec(key, id, orderID string, amount int64, version uint64) gen.OrderRecord {
@@ -34,13 +35,13 @@ var smallInput = []struct {
 	{orderRec("c-1", "e1", "o1", 100, 1), gen.OrderOutcome{Total: 100}},
 	{orderRec("c-1", "e2", "o2", 50, 1), gen.OrderOutcome{Total: 150}},
 	{orderRec("c-2", "e5", "o3", 10, 1), gen.OrderOutcome{Total: 10}},
-	{orderRec("c-1", "e1", "o1", 100, 1), gen.OrderOutcome{Reason: gen.ReasonDuplicate}},
+	{orderRec("c-1", "e1", "o1", 100, 1), gen.OrderOutcome{Reason: wire.ReasonDuplicate}},
 	{orderRec("c-1", "e3", "o1", 120, 3), gen.OrderOutcome{Total: 170}},
-	{orderRec("c-2", "e5", "o3", 11, 1), gen.OrderOutcome{Reason: gen.ReasonConflict}},
+	{orderRec("c-2", "e5", "o3", 11, 1), gen.OrderOutcome{Reason: wire.ReasonConflict}},
 	{orderRec("c-3", "e7", "o4", 5, 1), gen.OrderOutcome{Total: 5}},
-	{orderRec("c-1", "e4", "o1", 999, 2), gen.OrderOutcome{Reason: gen.ReasonStale}},
+	{orderRec("c-1", "e4", "o1", 999, 2), gen.OrderOutcome{Reason: wire.ReasonStale}},
 	{orderRec("c-2", "e6", "o3", 20, 2), gen.OrderOutcome{Total: 20}},
-	{orderRec("c-3", "e7", "o4", 5, 1), gen.OrderOutcome{Reason: gen.ReasonDuplicate}},
+	{orderRec("c-3", "e7", "o4", 5, 1), gen.OrderOutcome{Reason: wire.ReasonDuplicate}},
 }
 
 var smallTruth = gen.Truth{
@@ -95,7 +96,7 @@ func smallInputRecords(topic string) []*kgo.Record {
 // partition) the engine writes.
 func playOrders(in []verify.Record, outcomes []gen.OrderOutcome, out, rej string) (outputs, rejections []*kgo.Record) {
 	for i, r := range in {
-		src := []byte(verify.FormatSource(r.Topic, r.Partition, r.Offset))
+		src := []byte(wire.Source(r.Topic, r.Partition, r.Offset))
 		o := outcomes[i]
 		if o.Reason == "" {
 			outputs = append(outputs, &kgo.Record{
@@ -103,7 +104,7 @@ func playOrders(in []verify.Record, outcomes []gen.OrderOutcome, out, rej string
 				Partition: int32(r.Key[len(r.Key)-1]) % 2,
 				Key:       r.Key,
 				Value:     binary.BigEndian.AppendUint64(nil, uint64(o.Total)),
-				Headers:   []kgo.RecordHeader{{Key: verify.SourceHeader, Value: src}},
+				Headers:   []kgo.RecordHeader{{Key: wire.HeaderSource, Value: src}},
 			})
 			continue
 		}
@@ -113,9 +114,9 @@ func playOrders(in []verify.Record, outcomes []gen.OrderOutcome, out, rej string
 			Value: r.Value,
 			Headers: []kgo.RecordHeader{
 				{Key: gen.HeaderEventID, Value: []byte(r.Headers[gen.HeaderEventID])},
-				{Key: verify.RejectReasonHeader, Value: []byte(o.Reason)},
-				{Key: verify.SourceHeader, Value: src},
-				{Key: verify.RejectErrorHeader, Value: []byte("orders: " + o.Reason)},
+				{Key: wire.HeaderRejectReason, Value: []byte(o.Reason)},
+				{Key: wire.HeaderSource, Value: src},
+				{Key: wire.HeaderRejectError, Value: []byte("orders: " + o.Reason)},
 			},
 		})
 	}
@@ -164,10 +165,10 @@ func newTruthScenario() *truthScenario {
 
 // find returns the index in recs of the record whose source is input i.
 func (s *truthScenario) find(recs []*kgo.Record, i int) int {
-	src := verify.FormatSource(s.in[i].Topic, s.in[i].Partition, s.in[i].Offset)
+	src := wire.Source(s.in[i].Topic, s.in[i].Partition, s.in[i].Offset)
 	for j, r := range recs {
 		for _, h := range r.Headers {
-			if h.Key == verify.SourceHeader && string(h.Value) == src {
+			if h.Key == wire.HeaderSource && string(h.Value) == src {
 				return j
 			}
 		}
@@ -244,30 +245,30 @@ func TestMatchTruth(t *testing.T) {
 		}, want{missing: 1, input: true, accepted: true, totals: true,
 			rejected: map[string]int{"duplicate": 2, "stale": 1}}},
 		{"stale reported as duplicate", func(s *truthScenario) {
-			setHeader(s.rejects[s.find(s.rejects, s.input("c-1", "e4", 999))], verify.RejectReasonHeader, "duplicate")
+			setHeader(s.rejects[s.find(s.rejects, s.input("c-1", "e4", 999))], wire.HeaderRejectReason, "duplicate")
 		}, want{input: true, accepted: true, totals: true, rejected: map[string]int{"duplicate": 3, "conflict": 1}}},
 		{"a rejection without reason", func(s *truthScenario) {
-			dropHeader(s.rejects[s.find(s.rejects, s.input("c-1", "e4", 999))], verify.RejectReasonHeader)
+			dropHeader(s.rejects[s.find(s.rejects, s.input("c-1", "e4", 999))], wire.HeaderRejectReason)
 		}, want{input: true, accepted: true, totals: true, rejected: map[string]int{"duplicate": 2, "conflict": 1, verify.NoReason: 1}}},
 		{"a stale input accepted as well as rejected", func(s *truthScenario) {
 			i := s.input("c-1", "e4", 999)
 			extra := clone(s.out[s.find(s.out, s.input("c-1", "e3", 120))])
-			setHeader(extra, verify.SourceHeader, verify.FormatSource("in", s.in[i].Partition, s.in[i].Offset))
+			setHeader(extra, wire.HeaderSource, wire.Source("in", s.in[i].Partition, s.in[i].Offset))
 			s.out = append(s.out, extra)
 		}, want{duplicates: 1, input: true, rejections: true, totals: true}},
 		{"an output without source", func(s *truthScenario) {
-			dropHeader(s.out[s.find(s.out, s.input("c-2", "e5", 10))], verify.SourceHeader)
+			dropHeader(s.out[s.find(s.out, s.input("c-2", "e5", 10))], wire.HeaderSource)
 		}, want{missing: 1, unexpected: 1, input: true, accepted: true, rejections: true, totals: true}},
 		{"a source in another topic", func(s *truthScenario) {
 			i := s.input("c-2", "e5", 10)
-			setHeader(s.out[s.find(s.out, i)], verify.SourceHeader, verify.FormatSource("other", s.in[i].Partition, s.in[i].Offset))
+			setHeader(s.out[s.find(s.out, i)], wire.HeaderSource, wire.Source("other", s.in[i].Partition, s.in[i].Offset))
 		}, want{missing: 1, unexpected: 1, input: true, accepted: true, rejections: true, totals: true}},
 		{"a source past the input's end", func(s *truthScenario) {
 			s.out = append(s.out, clone(s.out[s.find(s.out, s.input("c-1", "e3", 120))]))
-			setHeader(s.out[len(s.out)-1], verify.SourceHeader, "in/0/99")
+			setHeader(s.out[len(s.out)-1], wire.HeaderSource, "in/0/99")
 		}, want{unexpected: 1, input: true, rejections: true, totals: true}},
 		{"a malformed source", func(s *truthScenario) {
-			setHeader(s.rejects[0], verify.SourceHeader, "in/x/1")
+			setHeader(s.rejects[0], wire.HeaderSource, "in/x/1")
 		}, want{missing: 1, unexpected: 1, input: true, accepted: true, rejections: true, totals: true}},
 		{"an output under another key", func(s *truthScenario) {
 			s.out[s.find(s.out, s.input("c-3", "e7", 5))].Key = []byte("c-9")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // outcomesOf simulates the orders topology over recs as a partition
@@ -132,16 +133,16 @@ func TestCheckTruthOfGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.OK || rep.Output != truth.Accepted || rep.Rejected[gen.ReasonDuplicate] != 300 || rep.Rejected[gen.ReasonStale] != 150 {
+	if !rep.OK || rep.Output != truth.Accepted || rep.Rejected[wire.ReasonDuplicate] != 300 || rep.Rejected[wire.ReasonStale] != 150 {
 		t.Fatalf("report %+v", rep)
 	}
 	t.Log(rep)
 
 	// A duplicate let through: its output comes after the customer's
 	// last one and repeats an earlier total.
-	i := slices.IndexFunc(outcomes, func(o gen.OrderOutcome) bool { return o.Reason == gen.ReasonDuplicate })
+	i := slices.IndexFunc(outcomes, func(o gen.OrderOutcome) bool { return o.Reason == wire.ReasonDuplicate })
 	leak := &kgo.Record{Topic: "out", Partition: out[0].Partition, Key: in[i].Key, Value: []byte{0, 0, 0, 0, 0, 0, 0, 1},
-		Headers: []kgo.RecordHeader{{Key: verify.SourceHeader, Value: []byte(verify.FormatSource("orders", in[i].Partition, in[i].Offset))}}}
+		Headers: []kgo.RecordHeader{{Key: wire.HeaderSource, Value: []byte(wire.Source("orders", in[i].Partition, in[i].Offset))}}}
 	for _, r := range out {
 		if string(r.Key) == string(in[i].Key) {
 			leak.Partition = r.Partition

@@ -13,6 +13,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 type env struct {
@@ -105,7 +106,7 @@ func copyOf(r *kgo.Record, value ...string) *kgo.Record {
 	if len(value) > 0 {
 		v = value[0]
 	}
-	return rec("out", r.Partition%2, v, verify.SourceHeader, verify.FormatSource(r.Topic, r.Partition, r.Offset))
+	return rec("out", r.Partition%2, v, wire.HeaderSource, wire.Source(r.Topic, r.Partition, r.Offset))
 }
 
 func TestLineage(t *testing.T) {

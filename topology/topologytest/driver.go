@@ -22,16 +22,14 @@
 package topologytest
 
 import (
-	"errors"
 	"fmt"
-	"github.com/onceflow/onceflow/internal/compile"
 	"slices"
-	"strconv"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/graph"
-	"github.com/onceflow/onceflow/internal/partition"
 	"github.com/onceflow/onceflow/internal/taskstate"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/statestore"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -42,27 +40,27 @@ const ApplicationID = "test"
 
 // Header names the driver writes, as a replica does.
 const (
-	HeaderSource       = "onceflow-source"
-	HeaderRejectReason = "onceflow-reject-reason"
+	HeaderSource       = wire.HeaderSource
+	HeaderRejectReason = wire.HeaderRejectReason
 	// HeaderRejectedRecord marks a rejected record that is not an input
 	// record: RejectedWindowResult for a window's final result, whose
 	// bounds (milliseconds since the epoch) HeaderWindowStart and
 	// HeaderWindowEnd hold.
-	HeaderRejectedRecord = graph.HeaderRejectedRecord
-	HeaderWindowStart    = graph.HeaderWindowStart
-	HeaderWindowEnd      = graph.HeaderWindowEnd
+	HeaderRejectedRecord = wire.HeaderRejectedRecord
+	HeaderWindowStart    = wire.HeaderWindowStart
+	HeaderWindowEnd      = wire.HeaderWindowEnd
 )
 
 // RejectedWindowResult is HeaderRejectedRecord's value on a window's final
 // result rejected as itself: its key and aggregate as the window's store
 // encodes them.
-const RejectedWindowResult = graph.RejectedWindowResult
+const RejectedWindowResult = wire.RejectedWindowResult
 
 // Rejection reasons of the runtime (the gates have their own: duplicate,
 // conflict, stale).
 const (
-	ReasonUndecodable     = "undecodable"
-	ReasonProcessingError = "processing-error"
+	ReasonUndecodable     = wire.ReasonUndecodable
+	ReasonProcessingError = wire.ReasonProcessingError
 )
 
 // Config configures a Driver. The zero value means every default.
@@ -86,6 +84,7 @@ type Driver struct {
 	now    time.Time
 	db     *statestore.DB
 	state  *taskstate.State
+	exec   *taskstate.Executor
 	stores map[string]taskstate.Store
 
 	offsets   map[string]map[int32]int64 // next offset per topic and partition
@@ -96,7 +95,6 @@ type Driver struct {
 	punctErrs []error                    // unread
 
 	// The record being processed.
-	gctx    graph.Context
 	input   graph.Input
 	source  string
 	inKey   []byte
@@ -177,6 +175,7 @@ func New(tp *topology.Topology, cfg Config) (*Driver, error) {
 		Now:          func() time.Time { return d.now },
 		Source:       func() string { return d.source },
 	})
+	d.exec = taskstate.NewExecutor(d.state)
 	return d, nil
 }
 
@@ -250,7 +249,7 @@ func (d *Driver) pipe(r raw) error {
 		}
 		queue = d.route(queue)
 		task := statestore.Task{SubTopology: d.g.SubTopologyOf(r.topic), Partition: r.partition}
-		after := d.input.Topic + "/" + strconv.Itoa(int(d.input.Partition)) + "/" + strconv.FormatInt(d.input.Offset, 10)
+		after := wire.Source(d.input.Topic, d.input.Partition, d.input.Offset)
 		for _, tm := range d.g.Timers(task.SubTopology, graph.StreamTime) {
 			if at := d.state.StreamTime(task); !at.IsZero() && d.sched.Due(tm, task.Partition, at) {
 				if err := d.punctuate(tm, task, at, after); err != nil {
@@ -299,7 +298,7 @@ func (d *Driver) process(r raw) error {
 	parts[r.partition]++
 	d.source = r.source
 	if d.source == "" {
-		d.source = r.topic + "/" + strconv.Itoa(int(r.partition)) + "/" + strconv.FormatInt(offset, 10)
+		d.source = wire.Source(r.topic, r.partition, offset)
 	}
 	d.inKey = r.key
 	d.input = graph.Input{Topic: r.topic, Partition: r.partition, Offset: offset, Headers: r.headers, Value: r.value, Timestamp: r.timestamp}
@@ -311,30 +310,12 @@ func (d *Driver) process(r raw) error {
 				return err
 			}
 		}
-		k, v, err := src.Decode(r.key, r.value)
-		if graph.IsUnavailable(err) {
+		o, err := d.exec.Execute(src, d.input, r.key, emitter{d})
+		if err != nil {
 			return err // an outage, as a replica fails its transaction
 		}
-		if err != nil {
-			d.rejects = append(d.rejects, d.rejection(ReasonUndecodable, "", err))
-			return nil
-		}
-		var st graph.State
-		if len(d.stores) > 0 {
-			st = d.state
-		}
-		err = d.gctx.Run(src, &d.input, graph.Record{Key: k, Value: v, Headers: r.headers, Timestamp: r.timestamp}, emitter{d}, st)
-		if graph.IsUnavailable(err) {
-			emitter{d}.Rollback(graph.Mark{})
-			return err
-		}
-		if err != nil {
-			emitter{d}.Rollback(graph.Mark{})
-			reason := ReasonProcessingError
-			if rej, ok := errors.AsType[*graph.Rejection](err); ok {
-				reason = rej.Reason
-			}
-			d.rejects = append(d.rejects, d.rejection(reason, "", err))
+		if o.Kind == taskstate.Rejected {
+			d.rejects = append(d.rejects, d.rejection(o.Reason, o.Node, o.Err))
 		}
 		return nil
 	})
@@ -344,17 +325,12 @@ func (d *Driver) process(r raw) error {
 // A punctuation that fails leaves nothing and is reported in
 // PunctuationErrors.
 func (d *Driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time, after string) error {
-	d.source = "punctuator/" + tm.Node.Name + "/" + strconv.Itoa(task.SubTopology) + "_" + strconv.Itoa(int(task.Partition))
+	d.source = wire.PunctuatorSource(tm.Node.Name, task.SubTopology, task.Partition)
 	d.inKey = nil
 	d.input = graph.Input{Partition: task.Partition, Offset: -1, Timestamp: at}
 	return d.transact(task, func() error {
-		var st graph.State
-		if len(d.stores) > 0 {
-			st = d.state
-		}
-		if err := d.gctx.Punctuate(tm, at, after, &d.input, emitter{d}, st); err != nil {
-			emitter{d}.Rollback(graph.Mark{})
-			d.punctErrs = append(d.punctErrs, err)
+		if o := d.exec.Punctuate(tm, task, at, after, emitter{d}); o.Kind == taskstate.Failed {
+			d.punctErrs = append(d.punctErrs, o.Err)
 		}
 		return nil
 	})
@@ -398,7 +374,7 @@ type emitter struct{ d *Driver }
 // Emit implements graph.Emitter.
 func (em emitter) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
 	d := em.d
-	d.pending = append(d.pending, output{topic: topic, partition: partition.For(key, d.input.Partition, d.parts),
+	d.pending = append(d.pending, output{topic: topic, partition: wire.Partition(key, d.input.Partition, d.parts),
 		key: key, value: value, headers: headers, timestamp: ts, source: d.source})
 	return nil
 }

@@ -1,12 +1,13 @@
-// Package partition maps record keys to partitions as Kafka's Java clients
-// do. It is a leaf: the Kafka seam and the topology test driver both use it.
-package partition
+package wire
 
-// For maps a key to a partition the way Kafka's Java clients do
+// The partitioner: how outputs and repartitioned records are keyed to
+// partitions, by the Kafka seam and the topology test driver alike.
+
+// Partition maps a key to a partition the way Kafka's Java clients do
 // (murmur2, positive, modulo the count), so topics written by onceflow stay
 // co-partitioned with those written by other clients. A record without a key
 // stays on fallback modulo n (the input partition, deterministically).
-func For(key []byte, fallback int32, n int32) int32 {
+func Partition(key []byte, fallback int32, n int32) int32 {
 	if n <= 0 {
 		return 0
 	}

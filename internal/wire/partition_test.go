@@ -1,4 +1,4 @@
-package partition
+package wire
 
 import (
 	"testing"
@@ -22,36 +22,36 @@ func TestMurmur2MatchesKafka(t *testing.T) {
 	}
 }
 
-func TestFor(t *testing.T) {
-	if got := For(nil, 7, 4); got != 3 {
+func TestPartition(t *testing.T) {
+	if got := Partition(nil, 7, 4); got != 3 {
 		t.Errorf("no key: partition %d, want the fallback 7 mod 4 = 3", got)
 	}
 	h := int32(-973932308)
-	if got, want := For([]byte("21"), 0, 10), int32(uint32(h)&0x7fffffff)%10; got != want {
-		t.Errorf("For(21) = %d, want %d", got, want)
+	if got, want := Partition([]byte("21"), 0, 10), int32(uint32(h)&0x7fffffff)%10; got != want {
+		t.Errorf("Partition(21) = %d, want %d", got, want)
 	}
-	if got := For([]byte("k"), 0, 0); got != 0 {
+	if got := Partition([]byte("k"), 0, 0); got != 0 {
 		t.Errorf("no partitions: %d, want 0", got)
 	}
 }
 
-// FuzzForMatchesKafka: for every non-null key and partition count, For
-// picks the partition franz-go's Kafka-compatible partitioner (murmur2, as
-// Java's default partitioner) picks, so a record keyed like its input
-// lands where a Java client would put it.
-func FuzzForMatchesKafka(f *testing.F) {
+// FuzzPartitionMatchesKafka: for every non-null key and partition count,
+// Partition picks the partition franz-go's Kafka-compatible partitioner
+// (murmur2, as Java's default partitioner) picks, so a record keyed like
+// its input lands where a Java client would put it.
+func FuzzPartitionMatchesKafka(f *testing.F) {
 	f.Add([]byte("key-7"), uint16(3))
 	f.Add([]byte{}, uint16(1))
 	f.Add([]byte{0xff, 0xfe, 0x80}, uint16(1000))
 	p := kgo.StickyKeyPartitioner(nil).ForTopic("t")
 	f.Fuzz(func(t *testing.T, key []byte, n uint16) {
 		parts := int32(n%4096) + 1
-		got := For(key, 0, parts)
+		got := Partition(key, 0, parts)
 		if got < 0 || got >= parts {
-			t.Fatalf("For(%x, 0, %d) = %d, out of range", key, parts, got)
+			t.Fatalf("Partition(%x, 0, %d) = %d, out of range", key, parts, got)
 		}
 		if want := int32(p.Partition(&kgo.Record{Key: key}, int(parts))); got != want {
-			t.Fatalf("For(%x, 0, %d) = %d, franz-go picks %d", key, parts, got, want)
+			t.Fatalf("Partition(%x, 0, %d) = %d, franz-go picks %d", key, parts, got, want)
 		}
 	})
 }
