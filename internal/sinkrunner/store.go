@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/record"
@@ -38,6 +39,7 @@ type ledgers struct {
 	mu     sync.Mutex
 	err    error // set once a write failed: the writer is unusable
 	fault  func(key string, e Entry) error
+	stats  *ledgerStats // nil: not counted
 }
 
 // write is one ledger entry to record, with an optional dead-letter
@@ -157,7 +159,13 @@ func (l *ledgers) run() {
 				break fill
 			}
 		}
+		start := time.Now()
 		err := l.apply(batch)
+		if l.stats != nil {
+			l.stats.batches.Add(1)
+			l.stats.writes.Add(int64(len(batch)))
+			l.stats.busy.Add(int64(time.Since(start)))
+		}
 		for _, w := range batch {
 			w.done <- err
 		}
@@ -184,6 +192,7 @@ func (l *ledgers) apply(batch []*write) error {
 	if err != nil {
 		return l.fail(err)
 	}
+	start := time.Now()
 	p := l.p
 	if slices.ContainsFunc(batch, func(w *write) bool { return w.dlq != nil }) {
 		p = l.tp
@@ -221,6 +230,11 @@ func (l *ledgers) apply(batch []*write) error {
 	var offsets map[string]map[int32]int64
 	if err == nil {
 		offsets, err = p.TrackedOffsets(ctx)
+	}
+	if l.stats != nil {
+		acked := time.Now()
+		l.stats.acked.Add(int64(acked.Sub(start)))
+		defer func() { l.stats.applied.Add(int64(time.Since(acked))) }()
 	}
 	if err == nil {
 		txn := l.db.Begin()
