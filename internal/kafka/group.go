@@ -109,6 +109,18 @@ type ClaimHandler interface {
 	Revoked(s Session, topic string, partition int32, claim uint64)
 }
 
+// PartitionHandler is a Handler that takes each partition's batches on a
+// channel of its own: a partition whose handler is behind then holds up
+// only its own claim, while one shared channel would hold up every claim
+// behind the batch it cannot take.
+type PartitionHandler interface {
+	Handler
+	// Partition returns where the batches of a claimed partition go,
+	// called once per claim after Setup (nil: the channel Setup
+	// returned).
+	Partition(topic string, partition int32) chan<- Batch
+}
+
 // ErrClaimRevoked is what ClaimHandler.Claimed returns for a claim the
 // group revoked before the handler was ready for it.
 var ErrClaimRevoked = errors.New("kafka: the claim was revoked before it started")
@@ -332,15 +344,21 @@ func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 			return err
 		}
 	}
-	if a.feed(s, claim, id) && ch != nil && s.Context().Err() == nil {
+	out := a.out
+	if ph, ok := a.h.(PartitionHandler); ok {
+		if c := ph.Partition(claim.Topic(), claim.Partition()); c != nil {
+			out = c
+		}
+	}
+	if a.feed(s, claim, id, out) && ch != nil && s.Context().Err() == nil {
 		ch.Revoked(sess, claim.Topic(), claim.Partition(), id)
 	}
 	return nil
 }
 
-// feed hands the claim's records on until its messages end (it returns
-// true) or the session does.
-func (a *adapter) feed(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim, id uint64) bool {
+// feed hands the claim's records on to out until its messages end (it
+// returns true) or the session does.
+func (a *adapter) feed(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim, id uint64, out chan<- Batch) bool {
 	ctx := s.Context()
 	msgs := claim.Messages()
 	var c converter
@@ -372,7 +390,7 @@ func (a *adapter) feed(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroup
 				break fill
 			}
 		}
-		switch a.handOn(ctx, claim, b) {
+		switch a.handOn(ctx, claim, b, out) {
 		case handedOn:
 		case claimRevoked:
 			return true
@@ -401,11 +419,11 @@ const (
 // owner reads them from the committed offsets), so that the handler learns
 // of the revocation (ClaimHandler.Revoked) now rather than once it takes
 // the batch, which a stuck one never does.
-func (a *adapter) handOn(ctx context.Context, claim sarama.ConsumerGroupClaim, b Batch) handOnResult {
+func (a *adapter) handOn(ctx context.Context, claim sarama.ConsumerGroupClaim, b Batch, out chan<- Batch) handOnResult {
 	select {
 	case <-ctx.Done():
 		return sessionEnded
-	case a.out <- b:
+	case out <- b:
 		return handedOn
 	default:
 	}
@@ -419,7 +437,7 @@ func (a *adapter) handOn(ctx context.Context, claim sarama.ConsumerGroupClaim, b
 		select {
 		case <-ctx.Done():
 			return sessionEnded
-		case a.out <- b:
+		case out <- b:
 			return handedOn
 		case <-tick:
 		}

@@ -26,8 +26,7 @@ type session struct {
 	cancel context.CancelFunc
 	end    context.CancelFunc // ends the group session (the runner rejoins)
 	parts  map[string]map[int32]*partition
-	in     chan kafka.Batch
-	wg     sync.WaitGroup // dispatcher, committer, deliveries
+	wg     sync.WaitGroup // feeders, committer, deliveries
 	mu     sync.Mutex
 	unk    map[string]int // unknown entries counted on the gauge, per sink
 	// outboxIDs are the topic ids of the outboxes when the session began
@@ -112,15 +111,28 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		return nil, err
 	}
 	r.log.Info("delivering", "generation", gen, "claims", s.Claims())
-	ss.in = make(chan kafka.Batch, 16)
-	ss.wg.Go(ss.dispatch)
+	for _, ps := range ss.parts {
+		for _, p := range ps {
+			ss.wg.Go(p.feed)
+		}
+	}
 	ss.wg.Go(ss.commitLoop)
 	ss.wg.Go(ss.fenceLoop)
 	ss.wg.Go(ss.expireLoop)
 	r.progress.cur.Store(ss)
 	r.progress.ready.Store(true)
 	r.progress.touch(r.cfg.Now())
-	return ss.in, nil
+	return nil, nil // every partition has its own channel (Partition)
+}
+
+// Partition returns the channel of a claimed partition's batches: each
+// partition takes its own, so one that holds MaxBuffered deliveries
+// (backpressure) holds up only its own reading.
+func (ss *session) Partition(topic string, partition int32) chan<- kafka.Batch {
+	if p, ok := ss.parts[topic][partition]; ok {
+		return p.in
+	}
+	return nil
 }
 
 // errSessionEnded marks a Setup cut short because its session ended (a
@@ -154,17 +166,16 @@ func (ss *session) Cleanup(kafka.Session) error {
 	return err
 }
 
-// dispatch hands each record to its partition, which blocks while the
-// partition holds MaxBuffered deliveries (backpressure).
-func (ss *session) dispatch() {
+// feed hands the partition's records on to their keys' deliveries, and
+// waits while the partition holds MaxBuffered deliveries (backpressure).
+func (p *partition) feed() {
 	for {
 		select {
-		case <-ss.ctx.Done():
+		case <-p.ss.ctx.Done():
 			return
-		case b := <-ss.in:
-			p := ss.parts[b.Topic][b.Partition]
+		case b := <-p.in:
 			for i := range b.Records {
-				if !p.add(ss.ctx, &b.Records[i]) {
+				if !p.add(p.ss.ctx, &b.Records[i]) {
 					return
 				}
 			}
@@ -354,8 +365,9 @@ type partition struct {
 	sink  *sink
 	part  int32
 	fence sinks.Fence
-	slots chan struct{} // attempts out
-	room  chan struct{} // buffered deliveries
+	in    chan kafka.Batch // the claim's batches (see feed)
+	slots chan struct{}    // attempts out
+	room  chan struct{}    // buffered deliveries
 	wg    sync.WaitGroup
 	mu    struct {
 		sync.Mutex
@@ -375,7 +387,7 @@ type item struct {
 
 func newPartition(ss *session, sk *sink, p int32, fence int64) *partition {
 	c := ss.r.cfg.Sinks
-	pt := &partition{ss: ss, sink: sk, part: p, fence: sinks.Fence{Generation: fence, Partition: p},
+	pt := &partition{ss: ss, sink: sk, part: p, fence: sinks.Fence{Generation: fence, Partition: p}, in: make(chan kafka.Batch, 1),
 		slots: make(chan struct{}, c.Parallelism), room: make(chan struct{}, c.MaxBuffered)}
 	pt.mu.keys = map[string][]*item{}
 	pt.mu.next, pt.mu.committed = -1, -1
