@@ -143,7 +143,21 @@ type Group struct {
 // NewGroup creates a member of groupID whose topic-partitions are assigned
 // one by one (sticky). Nothing joins until Consume.
 func NewGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int) (*Group, error) {
-	return newGroup(c, t, groupID, instanceID, batchSize, nil)
+	return newGroup(c, t, groupID, instanceID, batchSize, nil, nil)
+}
+
+// NewBalancedGroup creates a member of groupID whose topics' partitions
+// are balanced topic by topic: each member holds about as many partitions
+// of every topic as the others (6 partitions of each of two topics over 3
+// members: 2 and 2 each), where NewGroup's assignor balances only the
+// total and can give one topic's partitions to some members and not to
+// others. Partitions stay with their member across rebalances where the
+// balance allows. Rebalances are eager, as NewGroup's. The member also
+// offers NewGroup's assignor, which a group uses as long as one of its
+// members (an earlier release) offers nothing else. Nothing joins until
+// Consume.
+func NewBalancedGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int) (*Group, error) {
+	return newGroup(c, t, groupID, instanceID, batchSize, nil, newBalancedAssignor(instanceID))
 }
 
 // NewTaskGroup creates a member of groupID that is assigned tasks: subOf
@@ -153,13 +167,20 @@ func NewGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int) (
 // the tasks that move are revoked and claimed (see ClaimHandler). Nothing
 // joins until Consume.
 func NewTaskGroup(c Client, t Timeouts, groupID, instanceID string, subOf map[string]int32) (*Group, error) {
-	return newGroup(c, t, groupID, instanceID, 0, newTaskAssignor(instanceID, subOf, t.WithDefaults().Commit))
+	return newGroup(c, t, groupID, instanceID, 0, newTaskAssignor(instanceID, subOf, t.WithDefaults().Commit), nil)
 }
 
-func newGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int, tasks *taskAssignor) (*Group, error) {
+// newGroup creates a member assigned tasks (tasks), topics balanced one by
+// one (balanced), or topic-partitions by sarama's sticky assignor.
+func newGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int, tasks, balanced *taskAssignor) (*Group, error) {
 	cfg := consumerConfig(c, t.WithDefaults(), instanceID)
-	if tasks != nil {
+	switch {
+	case tasks != nil:
 		cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{tasks}
+	case balanced != nil:
+		// Preferred first; the sticky one for groups with members of an
+		// earlier release.
+		cfg.Consumer.Group.Rebalance.GroupStrategies = append([]sarama.BalanceStrategy{balanced}, cfg.Consumer.Group.Rebalance.GroupStrategies...)
 	}
 	client, err := sarama.NewClient(c.Brokers, cfg)
 	if err != nil {

@@ -217,7 +217,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		return err
 	}
 	defer r.closeLedgers()
-	group, err := kafka.NewGroup(r.cfg.Client, r.cfg.Timeouts, r.cfg.AppID+"-sinks", r.cfg.InstanceID, 0)
+	group, err := kafka.NewBalancedGroup(r.cfg.Client, r.cfg.Timeouts, r.cfg.AppID+"-sinks", r.cfg.InstanceID, 0)
 	if err != nil {
 		return fmt.Errorf("sinkrunner: %w", err)
 	}
