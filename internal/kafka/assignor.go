@@ -26,6 +26,11 @@ import (
 // would hand a task to a member while another still holds it.
 const TaskAssignorName = "onceflow-cooperative-tasks"
 
+// BalancedAssignorName is the group protocol name of the task assignor
+// used eagerly with every topic a sub-topology of its own (NewBalancedGroup):
+// each topic's partitions are balanced across the members on their own.
+const BalancedAssignorName = "onceflow-balanced"
+
 // taskAssignor is the balance strategy of one member. As leader it plans
 // the group's assignment; as a member it remembers what it was assigned,
 // and says so in its next subscription, so that tasks stay where they are
@@ -36,6 +41,10 @@ const TaskAssignorName = "onceflow-cooperative-tasks"
 type taskAssignor struct {
 	instanceID string
 	subOf      map[string]int32 // source topic → sub-topology
+	// name and protocol: TaskAssignorName and cooperative, or
+	// BalancedAssignorName and eager (see newBalancedAssignor).
+	name     string
+	protocol sarama.RebalanceProtocol
 
 	mu struct {
 		sync.Mutex
@@ -60,7 +69,20 @@ type taskAssignor struct {
 }
 
 func newTaskAssignor(instanceID string, subOf map[string]int32, holdBound time.Duration) *taskAssignor {
-	a := &taskAssignor{instanceID: instanceID, subOf: maps.Clone(subOf), holdBound: holdBound}
+	a := &taskAssignor{instanceID: instanceID, subOf: maps.Clone(subOf), holdBound: holdBound,
+		name: TaskAssignorName, protocol: sarama.RebalanceProtocolCooperative}
+	a.mu.last.Generation = -1
+	return a
+}
+
+// newBalancedAssignor returns the task assignor of a group whose topics
+// are not read together: each topic is a sub-topology of its own (numbered
+// in the order of the names), so each topic's partitions are balanced
+// across the members, sticky across rebalances. Its rebalances are eager:
+// every member releases everything before it joins, so no partition is
+// ever held by two members and nothing is withheld.
+func newBalancedAssignor(instanceID string) *taskAssignor {
+	a := &taskAssignor{instanceID: instanceID, name: BalancedAssignorName, protocol: sarama.RebalanceProtocolEager}
 	a.mu.last.Generation = -1
 	return a
 }
@@ -71,12 +93,13 @@ var (
 	_ sarama.RebalanceProtocolBalanceStrategy    = (*taskAssignor)(nil)
 )
 
-func (a *taskAssignor) Name() string { return TaskAssignorName }
+func (a *taskAssignor) Name() string { return a.name }
 
-// SupportedProtocols makes the group cooperative: sarama keeps one session
-// across rebalances, revoking and adding claims within it.
+// SupportedProtocols makes the group cooperative (sarama keeps one session
+// across rebalances, revoking and adding claims within it), or eager for
+// a balanced assignor.
 func (a *taskAssignor) SupportedProtocols() []sarama.RebalanceProtocol {
-	return []sarama.RebalanceProtocol{sarama.RebalanceProtocolCooperative}
+	return []sarama.RebalanceProtocol{a.protocol}
 }
 
 // SubscriptionUserData tells the leader who this member is and which

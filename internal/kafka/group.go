@@ -109,6 +109,18 @@ type ClaimHandler interface {
 	Revoked(s Session, topic string, partition int32, claim uint64)
 }
 
+// PartitionHandler is a Handler that takes each partition's batches on a
+// channel of its own: a partition whose handler is behind then holds up
+// only its own claim, while one shared channel would hold up every claim
+// behind the batch it cannot take.
+type PartitionHandler interface {
+	Handler
+	// Partition returns where the batches of a claimed partition go,
+	// called once per claim after Setup (nil: the channel Setup
+	// returned).
+	Partition(topic string, partition int32) chan<- Batch
+}
+
 // ErrClaimRevoked is what ClaimHandler.Claimed returns for a claim the
 // group revoked before the handler was ready for it.
 var ErrClaimRevoked = errors.New("kafka: the claim was revoked before it started")
@@ -131,7 +143,21 @@ type Group struct {
 // NewGroup creates a member of groupID whose topic-partitions are assigned
 // one by one (sticky). Nothing joins until Consume.
 func NewGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int) (*Group, error) {
-	return newGroup(c, t, groupID, instanceID, batchSize, nil)
+	return newGroup(c, t, groupID, instanceID, batchSize, nil, nil)
+}
+
+// NewBalancedGroup creates a member of groupID whose topics' partitions
+// are balanced topic by topic: each member holds about as many partitions
+// of every topic as the others (6 partitions of each of two topics over 3
+// members: 2 and 2 each), where NewGroup's assignor balances only the
+// total and can give one topic's partitions to some members and not to
+// others. Partitions stay with their member across rebalances where the
+// balance allows. Rebalances are eager, as NewGroup's. The member also
+// offers NewGroup's assignor, which a group uses as long as one of its
+// members (an earlier release) offers nothing else. Nothing joins until
+// Consume.
+func NewBalancedGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int) (*Group, error) {
+	return newGroup(c, t, groupID, instanceID, batchSize, nil, newBalancedAssignor(instanceID))
 }
 
 // NewTaskGroup creates a member of groupID that is assigned tasks: subOf
@@ -141,13 +167,20 @@ func NewGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int) (
 // the tasks that move are revoked and claimed (see ClaimHandler). Nothing
 // joins until Consume.
 func NewTaskGroup(c Client, t Timeouts, groupID, instanceID string, subOf map[string]int32) (*Group, error) {
-	return newGroup(c, t, groupID, instanceID, 0, newTaskAssignor(instanceID, subOf, t.WithDefaults().Commit))
+	return newGroup(c, t, groupID, instanceID, 0, newTaskAssignor(instanceID, subOf, t.WithDefaults().Commit), nil)
 }
 
-func newGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int, tasks *taskAssignor) (*Group, error) {
+// newGroup creates a member assigned tasks (tasks), topics balanced one by
+// one (balanced), or topic-partitions by sarama's sticky assignor.
+func newGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int, tasks, balanced *taskAssignor) (*Group, error) {
 	cfg := consumerConfig(c, t.WithDefaults(), instanceID)
-	if tasks != nil {
+	switch {
+	case tasks != nil:
 		cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{tasks}
+	case balanced != nil:
+		// Preferred first; the sticky one for groups with members of an
+		// earlier release.
+		cfg.Consumer.Group.Rebalance.GroupStrategies = append([]sarama.BalanceStrategy{balanced}, cfg.Consumer.Group.Rebalance.GroupStrategies...)
 	}
 	client, err := sarama.NewClient(c.Brokers, cfg)
 	if err != nil {
@@ -332,15 +365,21 @@ func (a *adapter) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 			return err
 		}
 	}
-	if a.feed(s, claim, id) && ch != nil && s.Context().Err() == nil {
+	out := a.out
+	if ph, ok := a.h.(PartitionHandler); ok {
+		if c := ph.Partition(claim.Topic(), claim.Partition()); c != nil {
+			out = c
+		}
+	}
+	if a.feed(s, claim, id, out) && ch != nil && s.Context().Err() == nil {
 		ch.Revoked(sess, claim.Topic(), claim.Partition(), id)
 	}
 	return nil
 }
 
-// feed hands the claim's records on until its messages end (it returns
-// true) or the session does.
-func (a *adapter) feed(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim, id uint64) bool {
+// feed hands the claim's records on to out until its messages end (it
+// returns true) or the session does.
+func (a *adapter) feed(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim, id uint64, out chan<- Batch) bool {
 	ctx := s.Context()
 	msgs := claim.Messages()
 	var c converter
@@ -372,7 +411,7 @@ func (a *adapter) feed(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroup
 				break fill
 			}
 		}
-		switch a.handOn(ctx, claim, b) {
+		switch a.handOn(ctx, claim, b, out) {
 		case handedOn:
 		case claimRevoked:
 			return true
@@ -401,11 +440,11 @@ const (
 // owner reads them from the committed offsets), so that the handler learns
 // of the revocation (ClaimHandler.Revoked) now rather than once it takes
 // the batch, which a stuck one never does.
-func (a *adapter) handOn(ctx context.Context, claim sarama.ConsumerGroupClaim, b Batch) handOnResult {
+func (a *adapter) handOn(ctx context.Context, claim sarama.ConsumerGroupClaim, b Batch, out chan<- Batch) handOnResult {
 	select {
 	case <-ctx.Done():
 		return sessionEnded
-	case a.out <- b:
+	case out <- b:
 		return handedOn
 	default:
 	}
@@ -419,7 +458,7 @@ func (a *adapter) handOn(ctx context.Context, claim sarama.ConsumerGroupClaim, b
 		select {
 		case <-ctx.Done():
 			return sessionEnded
-		case a.out <- b:
+		case out <- b:
 			return handedOn
 		case <-tick:
 		}

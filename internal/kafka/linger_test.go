@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/onceflow/onceflow/internal/embedded"
+	"github.com/onceflow/onceflow/internal/testproxy"
 )
 
 // A transactional producer gathers records for transactionalLinger
@@ -68,5 +69,69 @@ func TestTransactionalProducerGathersRecords(t *testing.T) {
 	t.Logf("%d records in %d produce requests over %v (bound %d)", sent, n, elapsed.Round(time.Millisecond), bound)
 	if n > bound {
 		t.Fatalf("%d records went in %d produce requests over %v; want them gathered, at most %d requests", sent, n, elapsed.Round(time.Millisecond), bound)
+	}
+}
+
+// A burst producer sends what is written at once in one request per
+// broker: the sink runners' ledger writer sends a batch's records to
+// several partitions and waits for all of them, and each extra request is
+// a round trip it waits for.
+func TestBurstProducerSendsABurstInOneRequest(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A broker a few milliseconds away, as a replicated cluster's
+	// acknowledgements are: the records of a burst reach the client while
+	// its first request is out.
+	proxy := testproxy.New()
+	t.Cleanup(proxy.Close)
+	proxy.SetLatency(2 * time.Millisecond)
+	client := Client{Brokers: b.Addrs(), Dial: proxy.Dial}
+	admin, err := Connect(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	const topic = "bursts"
+	if _, err := admin.Ensure(map[string]int32{topic: 6}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewBurstProducer(client, Timeouts{}, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	burst := func() {
+		p.ResetTracked()
+		for i := range 12 {
+			p.Send(&Message{Topic: topic, Partition: int32(i % 6), Value: []byte("v"), Track: true})
+		}
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.TrackedOffsets(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	burst() // the producer id and the metadata
+	var produces atomic.Int64
+	c := b.Cluster()
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		produces.Add(1)
+		return nil, nil, false // handled as usual
+	})
+	const bursts = 10
+	for range bursts {
+		burst()
+	}
+	n := produces.Load()
+	t.Logf("%d bursts of 12 records to 6 partitions in %d produce requests", bursts, n)
+	if n > bursts+2 {
+		t.Fatalf("%d bursts went in %d produce requests; want one each (a few more at most)", bursts, n)
 	}
 }

@@ -96,6 +96,7 @@ type Runner struct {
 	purge   *purger
 
 	progress progress
+	stats    ledgerStats
 	// ledgerFault, when set, fails the ledger writes it returns an error
 	// for, before anything is sent. For tests.
 	ledgerFault func(key string, e Entry) error
@@ -216,7 +217,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		return err
 	}
 	defer r.closeLedgers()
-	group, err := kafka.NewGroup(r.cfg.Client, r.cfg.Timeouts, r.cfg.AppID+"-sinks", r.cfg.InstanceID, 0)
+	group, err := kafka.NewBalancedGroup(r.cfg.Client, r.cfg.Timeouts, r.cfg.AppID+"-sinks", r.cfg.InstanceID, 0)
 	if err != nil {
 		return fmt.Errorf("sinkrunner: %w", err)
 	}
@@ -277,11 +278,17 @@ func (r *Runner) Run(ctx context.Context) error {
 // it is never a replica's own).
 func TransactionalID(app, instance string) string { return app + "-" + instance + "/sinks" }
 
+// ledgerLinger is how long the ledger producer gathers records before it
+// sends them: the writer sends a batch's records at once, microseconds
+// apart, then waits for all of them, so a millisecond puts the whole batch
+// in one request per broker instead of several round trips.
+const ledgerLinger = time.Millisecond
+
 // openLedgers starts the ledger writer with producers of its own. The
 // transactional one is initialised at once, which aborts a transaction
 // the runner's previous process left open.
 func (r *Runner) openLedgers(db *statestore.DB) error {
-	p, err := kafka.NewProducer(r.cfg.Client, r.cfg.Timeouts, "", true, 0)
+	p, err := kafka.NewBurstProducer(r.cfg.Client, r.cfg.Timeouts, ledgerLinger)
 	if err != nil {
 		return fmt.Errorf("sinkrunner: %w", err)
 	}
@@ -293,6 +300,7 @@ func (r *Runner) openLedgers(db *statestore.DB) error {
 	r.p, r.tp = p, tp
 	r.ledgers = newLedgers(db, p, tp, kafka.NewChangelogReader(r.cfg.Client, r.cfg.Timeouts.WithDefaults().Transaction))
 	r.ledgers.fault = r.ledgerFault
+	r.ledgers.stats = &r.stats
 	return nil
 }
 

@@ -26,8 +26,7 @@ type session struct {
 	cancel context.CancelFunc
 	end    context.CancelFunc // ends the group session (the runner rejoins)
 	parts  map[string]map[int32]*partition
-	in     chan kafka.Batch
-	wg     sync.WaitGroup // dispatcher, committer, deliveries
+	wg     sync.WaitGroup // feeders, committer, deliveries
 	mu     sync.Mutex
 	unk    map[string]int // unknown entries counted on the gauge, per sink
 	// outboxIDs are the topic ids of the outboxes when the session began
@@ -112,15 +111,28 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		return nil, err
 	}
 	r.log.Info("delivering", "generation", gen, "claims", s.Claims())
-	ss.in = make(chan kafka.Batch, 16)
-	ss.wg.Go(ss.dispatch)
+	for _, ps := range ss.parts {
+		for _, p := range ps {
+			ss.wg.Go(p.feed)
+		}
+	}
 	ss.wg.Go(ss.commitLoop)
 	ss.wg.Go(ss.fenceLoop)
 	ss.wg.Go(ss.expireLoop)
 	r.progress.cur.Store(ss)
 	r.progress.ready.Store(true)
 	r.progress.touch(r.cfg.Now())
-	return ss.in, nil
+	return nil, nil // every partition has its own channel (Partition)
+}
+
+// Partition returns the channel of a claimed partition's batches: each
+// partition takes its own, so one that holds MaxBuffered deliveries
+// (backpressure) holds up only its own reading.
+func (ss *session) Partition(topic string, partition int32) chan<- kafka.Batch {
+	if p, ok := ss.parts[topic][partition]; ok {
+		return p.in
+	}
+	return nil
 }
 
 // errSessionEnded marks a Setup cut short because its session ended (a
@@ -154,17 +166,16 @@ func (ss *session) Cleanup(kafka.Session) error {
 	return err
 }
 
-// dispatch hands each record to its partition, which blocks while the
-// partition holds MaxBuffered deliveries (backpressure).
-func (ss *session) dispatch() {
+// feed hands the partition's records on to their keys' deliveries, and
+// waits while the partition holds MaxBuffered deliveries (backpressure).
+func (p *partition) feed() {
 	for {
 		select {
-		case <-ss.ctx.Done():
+		case <-p.ss.ctx.Done():
 			return
-		case b := <-ss.in:
-			p := ss.parts[b.Topic][b.Partition]
+		case b := <-p.in:
 			for i := range b.Records {
-				if !p.add(ss.ctx, &b.Records[i]) {
+				if !p.add(p.ss.ctx, &b.Records[i]) {
 					return
 				}
 			}
@@ -354,8 +365,9 @@ type partition struct {
 	sink  *sink
 	part  int32
 	fence sinks.Fence
-	slots chan struct{} // attempts out
-	room  chan struct{} // buffered deliveries
+	in    chan kafka.Batch // the claim's batches (see feed)
+	slots chan struct{}    // attempts out
+	room  chan struct{}    // buffered deliveries
 	wg    sync.WaitGroup
 	mu    struct {
 		sync.Mutex
@@ -375,7 +387,7 @@ type item struct {
 
 func newPartition(ss *session, sk *sink, p int32, fence int64) *partition {
 	c := ss.r.cfg.Sinks
-	pt := &partition{ss: ss, sink: sk, part: p, fence: sinks.Fence{Generation: fence, Partition: p},
+	pt := &partition{ss: ss, sink: sk, part: p, fence: sinks.Fence{Generation: fence, Partition: p}, in: make(chan kafka.Batch, 1),
 		slots: make(chan struct{}, c.Parallelism), room: make(chan struct{}, c.MaxBuffered)}
 	pt.mu.keys = map[string][]*item{}
 	pt.mu.next, pt.mu.committed = -1, -1
@@ -409,33 +421,51 @@ func (p *partition) add(ctx context.Context, rec *kafka.Record) bool {
 	return true
 }
 
-// drain delivers one key's records in order until none waits.
+// drain delivers one key's records in order until none waits. A record
+// whose outcome is recorded without waiting (see deliver) is settled once
+// that write is durable, while the key's next record goes on.
 func (p *partition) drain(ctx context.Context, key string) {
 	for {
 		p.mu.Lock()
-		q := p.mu.keys[key]
+		it := p.mu.keys[key][0]
 		p.mu.Unlock()
-		it := q[0]
-		if !p.ss.r.deliver(ctx, p, it.rec) {
+		ok, durable := p.ss.r.deliver(ctx, p, it.rec)
+		if !ok {
 			return // the session ended: the rest is delivered by the next owner
 		}
 		p.mu.Lock()
-		it.settled = true
-		q = p.mu.keys[key][1:]
+		q := p.mu.keys[key][1:]
 		if len(q) == 0 {
 			delete(p.mu.keys, key)
 		} else {
 			p.mu.keys[key] = q
 		}
-		p.advanceLocked()
 		p.mu.Unlock()
-		p.ss.r.progress.touch(p.ss.r.cfg.Now())
-		<-p.room
-		p.ss.r.m.backlog.WithLabelValues(p.sink.name).Dec()
+		if durable == nil {
+			p.settle(it)
+		} else {
+			p.wg.Go(func() {
+				if durable() {
+					p.settle(it)
+				}
+			})
+		}
 		if len(q) == 0 {
 			return
 		}
 	}
+}
+
+// settle marks a delivery settled: the committable offset moves past the
+// settled prefix, and its room in the buffer is free.
+func (p *partition) settle(it *item) {
+	p.mu.Lock()
+	it.settled = true
+	p.advanceLocked()
+	p.mu.Unlock()
+	p.ss.r.progress.touch(p.ss.r.cfg.Now())
+	<-p.room
+	p.ss.r.m.backlog.WithLabelValues(p.sink.name).Dec()
 }
 
 // advanceLocked drops the settled prefix of the window.
@@ -483,8 +513,13 @@ func header(hs []record.Header, key string) string {
 // deliver settles one outbox record: skipped when the ledger says it is
 // settled, otherwise attempted, retried, dead-lettered or parked as the
 // ledger's state machine says. It returns false when it stopped without
-// settling (the session ended, or the ledger could not be written).
-func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) bool {
+// settling (the session ended, or the ledger could not be written). A
+// success is recorded without waiting: durable, when not nil, waits for
+// that ledger write and reports whether it was made. The key's next
+// delivery may start meanwhile: its own writes are queued after this one,
+// so its in-flight mark is durable only once this success is, and if this
+// write fails every later one fails too.
+func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) (settled bool, durable func() bool) {
 	sk := p.sink
 	key := header(rec.Headers, wire.HeaderIdempotencyKey)
 	if key == "" {
@@ -499,19 +534,19 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 			r.log.Error("cannot read the delivery ledger; joining again", "sink", sk.name, "key", key, "error", err)
 			p.ss.cancel()
 			p.ss.end()
-			return false
+			return false, nil
 		}
 		r.log.Error("ledger entry does not decode; delivery parked as unknown", "sink", sk.name, "key", key, "error", e.LastError)
 		act = Park
 	} else if header(rec.Headers, sinks.HeaderCommand) != "" {
 		var ok bool
 		if e, act, ok = r.command(ctx, p, rec, key, e); !ok {
-			return false
+			return false, nil
 		}
 	} else if why := e.conflicts(rec, sk.defaultKeys); why != "" {
 		var ok bool
 		if key, e, act, ok = r.conflict(p, rec, key, e, why); !ok {
-			return false
+			return false, nil
 		}
 		d.IdempotencyKey = key
 	} else {
@@ -526,30 +561,30 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 	var first time.Time
 	for {
 		if r.crashed.Load() {
-			return false
+			return false, nil
 		}
 		switch act {
 		case Skip:
 			r.m.deliveries.WithLabelValues(sk.name, OutcomeSkipped).Inc()
-			return true
+			return true, nil
 		case Park:
 			e.RecordKey, e.Payload = rec.Key, rec.Value // kept for a resolve as retry
 			if !r.record(ctx, p, key, e, nil) {
-				return false
+				return false, nil
 			}
 			r.m.deliveries.WithLabelValues(sk.name, OutcomeUnknown).Inc()
 			r.m.unknown.WithLabelValues(sk.name).Inc()
 			p.ss.unkAdd(sk.name)
 			r.log.Warn("delivery outcome unknown; parked", "sink", sk.name, "key", key, "attempts", e.Attempts, "error", e.LastError)
-			return true
+			return true, nil
 		case DeadLetter:
 			if !r.deadLetter(ctx, p, rec, key, e) {
-				return false
+				return false, nil
 			}
-			return true
+			return true, nil
 		}
 		if ctx.Err() != nil {
-			return false
+			return false, nil
 		}
 		// Deliver or Retry: one attempt.
 		at := r.cfg.Now()
@@ -558,22 +593,22 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 		}
 		if e, err = e.Start(d.Source, at); err != nil {
 			r.log.Error("ledger", "error", err)
-			return false
+			return false, nil
 		}
 		// The slot first: an attempt recorded as out to a sink that is
 		// not idempotent must go out, or it is parked as unknown.
 		select {
 		case p.slots <- struct{}{}:
 		case <-ctx.Done():
-			return false
+			return false, nil
 		}
 		if !p.ss.live() {
 			<-p.slots
-			return false // nothing went out; the partition's next owner delivers it
+			return false, nil // nothing went out; the partition's next owner delivers it
 		}
 		if !sk.idempotent && !r.record(ctx, p, key, e, nil) {
 			<-p.slots
-			return false // nothing went out
+			return false, nil // nothing went out
 		}
 		if !sk.idempotent && !p.ss.held() {
 			// The ledger write took long enough for the group to have
@@ -585,7 +620,7 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 			// is in the changelog before any other owner restores, so
 			// the attempt goes out as recorded.)
 			<-p.slots
-			return false
+			return false, nil
 		}
 		d.Attempt = e.Attempts
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Sinks.AttemptTimeout)
@@ -596,22 +631,32 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 		r.m.latency.WithLabelValues(sk.name).Observe(time.Since(start).Seconds())
 		now := r.cfg.Now()
 		if derr == nil {
-			if e, err = e.Succeed(now); err != nil || !r.record(ctx, p, key, e, nil) {
-				return false
+			if e, err = e.Succeed(now); err != nil {
+				return false, nil
 			}
-			r.m.deliveries.WithLabelValues(sk.name, OutcomeSucceeded).Inc()
-			return true
+			wait, ok := r.recordLater(ctx, p, key, e)
+			if !ok {
+				return false, nil
+			}
+			return true, func() bool {
+				if err := wait(); err != nil {
+					r.ledgerFailed(p, key, err)
+					return false
+				}
+				r.m.deliveries.WithLabelValues(sk.name, OutcomeSucceeded).Inc()
+				return true
+			}
 		}
 		r.progress.touch(now)
 		if errors.Is(derr, sinks.ErrFenced) {
 			p.ss.fenced(p, key, derr)
-			return false // nothing applied, nothing recorded: the partition's owner delivers it
+			return false, nil // nothing applied, nothing recorded: the partition's owner delivers it
 		}
 		class, retryAfter := sinks.Classify(derr)
 		wait := r.backoff(e.Attempts, retryAfter)
 		exhausted := e.Attempts >= r.cfg.Sinks.MaxAttempts || now.Add(wait).Sub(first) > r.cfg.Sinks.MaxElapsed
 		if e, act, err = e.Fail(class, derr.Error(), sk.idempotent, exhausted, now); err != nil {
-			return false
+			return false, nil
 		}
 		if act != Retry {
 			continue
@@ -623,13 +668,13 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) b
 			// the attempt recorded as out and parked the delivery: a
 			// retry state written over that would hide it. The entry
 			// stays as it is; whoever resumes the delivery parks it.
-			return false
+			return false, nil
 		}
 		if !sk.idempotent && !r.record(ctx, p, key, e, nil) {
-			return false
+			return false, nil
 		}
 		if r.cfg.Sleep(ctx, wait) != nil {
-			return false
+			return false, nil
 		}
 	}
 }
@@ -642,12 +687,34 @@ func (r *Runner) record(ctx context.Context, p *partition, key string, e Entry, 
 	e.Fence = p.fence.Generation
 	err := r.ledgers.put(context.WithoutCancel(ctx), &write{ledger: p.sink.ledger, partition: p.part, key: key, entry: e, dlq: dlq})
 	if err != nil {
-		r.log.Error("cannot write the delivery ledger; the delivery stays unsettled, joining again", "sink", p.sink.name, "key", key, "error", err)
-		p.ss.cancel()
-		p.ss.end()
+		r.ledgerFailed(p, key, err)
 		return false
 	}
 	return true
+}
+
+// recordLater queues a ledger entry without waiting for it (see
+// ledgers.queue); false when it could not (logged).
+func (r *Runner) recordLater(ctx context.Context, p *partition, key string, e Entry) (wait func() error, ok bool) {
+	if r.crashed.Load() {
+		return nil, false
+	}
+	e.Fence = p.fence.Generation
+	w := &write{ledger: p.sink.ledger, partition: p.part, key: key, entry: e}
+	l := r.ledgers
+	if err := l.queue(context.WithoutCancel(ctx), w); err != nil {
+		r.ledgerFailed(p, key, err)
+		return nil, false
+	}
+	return func() error { return l.wait(context.Background(), w) }, true
+}
+
+// ledgerFailed ends the session after a failed ledger write: the
+// delivery stays unsettled.
+func (r *Runner) ledgerFailed(p *partition, key string, err error) {
+	r.log.Error("cannot write the delivery ledger; the delivery stays unsettled, joining again", "sink", p.sink.name, "key", key, "error", err)
+	p.ss.cancel()
+	p.ss.end()
 }
 
 // deadLetter writes the delivery to the dead-letter topic and marks it so

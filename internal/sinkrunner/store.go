@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/record"
@@ -37,7 +38,12 @@ type ledgers struct {
 	done   chan struct{}
 	mu     sync.Mutex
 	err    error // set once a write failed: the writer is unusable
-	fault  func(key string, e Entry) error
+	// pending holds, per entry, the latest write queued and not yet
+	// applied to Pebble: get reads it first, so a write not waited for
+	// (see queue) is seen by the deliveries after it.
+	pending map[entryKey]*write
+	fault   func(key string, e Entry) error
+	stats   *ledgerStats // nil: not counted
 }
 
 // write is one ledger entry to record, with an optional dead-letter
@@ -57,6 +63,13 @@ type write struct {
 	done   chan error
 }
 
+// entryKey names one ledger entry.
+type entryKey struct {
+	ledger    string
+	partition int32
+	key       string
+}
+
 // fenceKey keys the fence record of a ledger partition. No idempotency
 // key starts with a NUL byte. The record is not applied as an entry:
 // Pebble keeps under this key the latest fence before the recorded
@@ -66,7 +79,8 @@ const fenceKey = "\x00onceflow-fence"
 func task(p int32) statestore.Task { return statestore.Task{Partition: p} }
 
 func newLedgers(db *statestore.DB, p, tp *kafka.Producer, reader *kafka.ChangelogReader) *ledgers {
-	l := &ledgers{db: db, p: p, tp: tp, reader: reader, writes: make(chan *write, 1024), stop: make(chan struct{}), done: make(chan struct{})}
+	l := &ledgers{db: db, p: p, tp: tp, reader: reader, writes: make(chan *write, 1024), stop: make(chan struct{}), done: make(chan struct{}),
+		pending: map[entryKey]*write{}}
 	go l.run()
 	return l
 }
@@ -75,6 +89,15 @@ func newLedgers(db *statestore.DB, p, tp *kafka.Producer, reader *kafka.Changelo
 // does not decode is an error (ErrUndecodable) with an entry that holds
 // only that value, in Undecodable.
 func (l *ledgers) get(store string, p int32, key string) (Entry, error) {
+	l.mu.Lock()
+	w, queued := l.pending[entryKey{store, p, key}]
+	l.mu.Unlock()
+	if queued {
+		if w.delete {
+			return Entry{}, nil
+		}
+		return w.entry, nil
+	}
 	b, ok, err := l.db.Get(store, task(p), []byte(key))
 	if err != nil || !ok {
 		return Entry{}, err
@@ -93,26 +116,71 @@ func (l *ledgers) put(ctx context.Context, w *write) error { return l.putAll(ctx
 // makes of them, and returns the first error.
 func (l *ledgers) putAll(ctx context.Context, ws []*write) error {
 	for _, w := range ws {
-		w.done = make(chan error, 1)
-		select {
-		case l.writes <- w:
-		case <-l.stop:
-			return errors.New("sinkrunner: ledger closed")
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := l.queue(ctx, w); err != nil {
+			return err
 		}
 	}
 	for _, w := range ws {
-		select {
-		case err := <-w.done:
-			if err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := l.wait(ctx, w); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// queue hands a write to the writer without waiting for it; wait does.
+// Writes are applied in the order they were queued, each batch after the
+// one before it, and once one fails every later one fails: a write that
+// returned from wait without an error was preceded in the changelog and
+// in Pebble by every write queued before it. get sees a queued write at
+// once.
+func (l *ledgers) queue(ctx context.Context, w *write) error {
+	w.done = make(chan error, 1)
+	if !w.fence {
+		l.mu.Lock()
+		l.pending[entryKey{w.ledger, w.partition, w.key}] = w
+		l.mu.Unlock()
+	}
+	select {
+	case l.writes <- w:
+		return nil
+	case <-l.stop:
+		l.applied([]*write{w})
+		return errors.New("sinkrunner: ledger closed")
+	case <-ctx.Done():
+		l.applied([]*write{w})
+		return ctx.Err()
+	}
+}
+
+// wait waits until a queued write is durable, or failed.
+func (l *ledgers) wait(ctx context.Context, w *write) error {
+	select {
+	case err := <-w.done:
+		return err
+	case <-l.done:
+		select {
+		case err := <-w.done:
+			return err
+		default:
+			return errors.New("sinkrunner: ledger closed")
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// applied forgets the pending writes of a batch that was applied (or
+// failed: get then reads Pebble, and the writer fails every later write).
+func (l *ledgers) applied(batch []*write) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range batch {
+		k := entryKey{w.ledger, w.partition, w.key}
+		if l.pending[k] == w {
+			delete(l.pending, k)
+		}
+	}
 }
 
 // fence records in a ledger partition's changelog that this runner is
@@ -157,7 +225,14 @@ func (l *ledgers) run() {
 				break fill
 			}
 		}
+		start := time.Now()
 		err := l.apply(batch)
+		l.applied(batch)
+		if l.stats != nil {
+			l.stats.batches.Add(1)
+			l.stats.writes.Add(int64(len(batch)))
+			l.stats.busy.Add(int64(time.Since(start)))
+		}
 		for _, w := range batch {
 			w.done <- err
 		}
@@ -184,6 +259,7 @@ func (l *ledgers) apply(batch []*write) error {
 	if err != nil {
 		return l.fail(err)
 	}
+	start := time.Now()
 	p := l.p
 	if slices.ContainsFunc(batch, func(w *write) bool { return w.dlq != nil }) {
 		p = l.tp
@@ -221,6 +297,11 @@ func (l *ledgers) apply(batch []*write) error {
 	var offsets map[string]map[int32]int64
 	if err == nil {
 		offsets, err = p.TrackedOffsets(ctx)
+	}
+	if l.stats != nil {
+		acked := time.Now()
+		l.stats.acked.Add(int64(acked.Sub(start)))
+		defer func() { l.stats.applied.Add(int64(time.Since(acked))) }()
 	}
 	if err == nil {
 		txn := l.db.Begin()
