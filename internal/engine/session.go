@@ -97,7 +97,8 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	batches := make(chan kafka.Batch, 64)
 	h.d = &driver{e: e, s: s, p: e.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
 		starts: map[string]map[int32]int64{}, internal: map[string]bool{}, pending: newTally(),
-		ctl: make(chan func()), active: map[topicPartition]uint64{}, gen: md.GenerationID}
+		ctl: make(chan func()), active: map[topicPartition]uint64{}, gen: md.GenerationID,
+		observers: e.commitObservers()}
 	for _, t := range e.g.LinkTopics() {
 		h.d.internal[t] = true
 	}
@@ -227,6 +228,8 @@ type driver struct {
 	sched           graph.Schedule
 	punctRecord     kafka.Record             // stands for the input record of a punctuation
 	streamTimerRefs map[int][]graph.TimerRef // by sub-topology
+
+	observers []commitObserver // learn of each commit and abort (observers.go)
 }
 
 // maxTxnBytes commits a transaction early once its input records' keys
