@@ -96,12 +96,11 @@ type Engine struct {
 	rejected string
 
 	// Set once in Run before any session starts.
-	sinkParts      map[string]int32
-	rejectedParts  int32
-	topics         []string
-	limit          sizeLimit
-	stamps         map[string]kafka.TimestampBounds // timestamp bounds of the topics written
-	changelogParts map[string]int32                 // grown at session start when inputs grew
+	sinkParts     map[string]int32
+	rejectedParts int32
+	topics        []string
+	limit         sizeLimit
+	stamps        map[string]kafka.TimestampBounds // timestamp bounds of the topics written
 
 	repeats repeats
 
@@ -111,25 +110,15 @@ type Engine struct {
 	purge    purger
 
 	// State, for topologies with stores.
-	stores  map[string]storeInfo
-	byTopic map[string]string // changelog topic → store
-	db      *statestore.DB
-	reader  *kafka.ChangelogReader
-
-	deleteRetention map[string]time.Duration // each changelog's delete.retention.ms
+	stores   map[string]storeInfo
+	byTopic  map[string]string // changelog topic → store
+	db       *statestore.DB
+	restorer *restorer // restore, staleness and state sizes (restorer.go)
 
 	progress *progress
 	live     live           // session and last commit, for Status
-	sizes    stateSizes     // the state-size series shown
 	size     txnSize        // the transaction size in force (driver goroutine only)
 	closing  sync.WaitGroup // producers being closed in the background
-
-	// restoring counts the store tasks being restored outside the
-	// driver (claims.go), which the state cleanup must leave alone.
-	restoring struct {
-		sync.Mutex
-		tasks map[statestore.StoreTask]int
-	}
 
 	ready   atomic.Bool
 	crashed atomic.Bool
@@ -176,6 +165,7 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 	e.purge.e = e
 	e.purge.topics = g.InternalTopics()
 	e.stores = e.storeInfos()
+	e.restorer = newRestorer(e)
 	return e, nil
 }
 
@@ -263,8 +253,9 @@ func (e *Engine) run(ctx context.Context) error {
 			return err
 		}
 		defer e.db.Close()
-		e.reader = kafka.NewChangelogReader(e.cfg.Client, e.cfg.Timeouts.Transaction)
-		e.reader.Waiting = e.restoreWaiting
+		reader := kafka.NewChangelogReader(e.cfg.Client, e.cfg.Timeouts.Transaction)
+		reader.Waiting = e.restorer.restoreWaiting
+		e.restorer.open(e.db, reader)
 	}
 	group, err := kafka.NewTaskGroup(e.cfg.Client, e.cfg.Timeouts, e.cfg.AppID, e.cfg.InstanceID, e.subTopologies())
 	if err != nil {

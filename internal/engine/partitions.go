@@ -45,7 +45,7 @@ func (e *Engine) growChangelogsFor(ctx context.Context, claims map[string][]int3
 				continue
 			}
 			for _, p := range parts {
-				if p >= e.changelogParts[s.topic] {
+				if p >= e.restorer.changelogParts[s.topic] {
 					need[s.topic] = max(need[s.topic], p+1)
 				}
 			}
@@ -68,7 +68,7 @@ func (e *Engine) growChangelogsFor(ctx context.Context, claims map[string][]int3
 		if err != nil {
 			return err
 		}
-		e.changelogParts[t] = n
+		e.restorer.changelogParts[t] = n
 	}
 	if e.producer != nil {
 		if err := e.producer.Close(); err != nil {

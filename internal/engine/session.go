@@ -72,7 +72,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		// being evicted when the rebalance times out.
 		rctx, rebalancing := e.untilRebalance(s)
 		e.progress.restoring(true, promread.Total(e.m.restored))
-		err := e.restoreTasks(rctx, s.Claims())
+		err := e.restorer.restoreTasks(rctx, s.Claims())
 		e.progress.restoring(false, promread.Total(e.m.restored))
 		rebalanced := rebalancing()
 		if err != nil {
@@ -85,13 +85,13 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 			e.log.Warn("restore failed; the session ends and the replica joins again", "error", err)
 			return nil, err
 		}
-		owned := e.storeTasks(s.Claims())
-		if err := e.dropUnowned(owned); err != nil {
+		owned := e.restorer.storeTasks(s.Claims())
+		if err := e.restorer.dropUnowned(owned); err != nil {
 			e.log.Warn("state cleanup failed", "error", err)
 		}
 		keep = keeper{owned: owned, marked: e.cfg.Now(), cleaned: e.cfg.Now()}
-		e.sizes.own(owned)
-		e.measureState()
+		e.restorer.sizes.own(owned)
+		e.restorer.measureState()
 	}
 	h.tasks.ready(e.tasksOf(s.Claims()))
 	batches := make(chan kafka.Batch, 64)

@@ -221,8 +221,8 @@ func (e *Engine) watch(ctx context.Context, tick <-chan time.Time) {
 			}
 		}
 		reported = next
-		if e.db != nil && e.sizes.due(now) {
-			e.measureState()
+		if e.db != nil && e.restorer.sizes.due(now) {
+			e.restorer.measureState()
 		}
 		if on, since := e.progress.restoreState(); on && now.Sub(lastRestoreLog) >= restoreLogInterval {
 			lastRestoreLog = now

@@ -173,7 +173,7 @@ func (e *Engine) Status() Status {
 	}
 	st.Rejections = byLabel(e.m.rejected, "reason")
 	st.State = e.storeSizes()
-	u := e.sizes.usage()
+	u := e.restorer.sizes.usage()
 	st.StateDisk, st.StateMemTable = int64(u.Disk), int64(u.MemTable)
 	st.TxnRecords = gaugeValue(e.m.txnRecordsLimit)
 	st.TxnInterval = time.Duration(gaugeFloat(e.m.txnInterval) * float64(time.Second)).Round(time.Microsecond)

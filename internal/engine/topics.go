@@ -77,7 +77,7 @@ func (e *Engine) prepare(ctx context.Context) error {
 	}
 	parts[e.rejected] = rejected[e.rejected]
 	written := slices.Collect(maps.Keys(parts))
-	e.changelogParts = map[string]int32{}
+	e.restorer.changelogParts = map[string]int32{}
 	if len(e.stores) > 0 {
 		changelogs := map[string]int32{}
 		for _, s := range e.stores {
@@ -96,10 +96,10 @@ func (e *Engine) prepare(ctx context.Context) error {
 			if n, err = e.growChangelog(admin, t, n, changelogs[t]); err != nil {
 				return err
 			}
-			e.changelogParts[t] = n
+			e.restorer.changelogParts[t] = n
 			written = append(written, t)
 		}
-		if err := e.readDeleteRetention(admin); err != nil {
+		if err := e.restorer.readDeleteRetention(admin); err != nil {
 			return err
 		}
 	}

@@ -155,7 +155,7 @@ func (d *driver) apply(began time.Time) bool {
 	}
 	d.txn = nil
 	d.state.Begin(nil)
-	d.keep.committed(e, began)
+	d.keep.committed(e.restorer, began)
 	return true
 }
 
