@@ -89,18 +89,14 @@ type Hooks struct {
 
 // Engine is one replica.
 type Engine struct {
-	cfg      Config
-	g        *graph.Graph
-	log      hclog.Logger
-	m        *metrics
-	rejected string
+	cfg Config
+	g   *graph.Graph
+	log hclog.Logger
+	m   *metrics
 
 	// Set once in Run before any session starts.
-	sinkParts     map[string]int32
-	rejectedParts int32
-	topics        []string
-	limit         sizeLimit
-	stamps        map[string]kafka.TimestampBounds // timestamp bounds of the topics written
+	topics []string
+	output outputPolicy // what the topics written accept (output.go)
 
 	repeats repeats
 
@@ -158,7 +154,7 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 	for _, t := range append(g.SinkTopics(), g.OutboxTopics()...) {
 		m.recordsOut.WithLabelValues(t) // at zero before the first record
 	}
-	e := &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected", progress: newProgress(cfg.Now)}
+	e := &Engine{cfg: cfg, g: g, log: log, m: m, output: outputPolicy{now: cfg.Now, rejected: cfg.AppID + "-rejected"}, progress: newProgress(cfg.Now)}
 	e.size = newTxnSize(cfg.CommitRecords, cfg.CommitInterval)
 	m.txnRecordsLimit.Set(float64(cfg.CommitRecords))
 	m.txnInterval.Set(cfg.CommitInterval.Seconds())
@@ -176,7 +172,7 @@ func (e *Engine) Stats() Stats { return e.m.snapshot() }
 func (e *Engine) Ready() bool { return e.ready.Load() }
 
 // RejectedTopic is where rejected records go.
-func (e *Engine) RejectedTopic() string { return e.rejected }
+func (e *Engine) RejectedTopic() string { return e.output.rejected }
 
 // Crash makes the next stop an unclean one, as if the process were killed:
 // no commit, no abort, no leave. For tests.

@@ -69,7 +69,7 @@ func (e *Engine) commitObservers() []commitObserver {
 		observerFuncs{onCommit: func(c commitInfo) { e.repeats.committed(c.offsets) }},
 		// Repartition topics are purged up to committed offsets (repartition.go).
 		observerFuncs{onCommit: func(c commitInfo) { e.purge.committed(c.offsets) }},
-		commitCounter{m: e.m, rejected: e.rejected},
+		commitCounter{m: e.m, rejected: e.output.rejected},
 		// Status's last commit latency, and the slow commit warning (status.go).
 		observerFuncs{onCommit: func(c commitInfo) {
 			e.live.committed(c.took)

@@ -22,7 +22,7 @@ func TestCommitObservers(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &Engine{cfg: Config{ExactlyOnce: true, Timeouts: kafka.Timeouts{Transaction: 8 * time.Second, Commit: 4 * time.Second}},
-		m: m, log: hclog.NewNullLogger(), rejected: "app-rejected", progress: newProgress(nil), size: newTxnSize(1000, time.Second)}
+		m: m, log: hclog.NewNullLogger(), output: outputPolicy{rejected: "app-rejected"}, progress: newProgress(nil), size: newTxnSize(1000, time.Second)}
 	d := &driver{e: e, observers: e.commitObservers(), started: time.Now()}
 
 	e.progress.received("in", 0)

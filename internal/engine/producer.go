@@ -25,7 +25,7 @@ func (e *Engine) newProducer(ctx context.Context) (*kafka.Producer, error) {
 	for {
 		got := make(chan result, 1)
 		go func() {
-			p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID, e.g.Stateful(), e.limit.producerMax())
+			p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID, e.g.Stateful(), e.output.limit.producerMax())
 			got <- result{p, err}
 		}()
 		var r result

@@ -98,7 +98,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	h.d = &driver{e: e, s: s, p: e.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
 		starts: map[string]map[int32]int64{}, internal: map[string]bool{}, pending: newTally(),
 		ctl: make(chan func()), active: map[topicPartition]uint64{}, gen: md.GenerationID,
-		observers: e.commitObservers()}
+		observers: e.commitObservers(), policy: &e.output}
 	for _, t := range e.g.LinkTopics() {
 		h.d.internal[t] = true
 	}
@@ -230,6 +230,7 @@ type driver struct {
 	streamTimerRefs map[int][]graph.TimerRef // by sub-topology
 
 	observers []commitObserver // learn of each commit and abort (observers.go)
+	policy    *outputPolicy    // refuses outputs the topics would refuse (output.go)
 }
 
 // maxTxnBytes commits a transaction early once its input records' keys

@@ -68,14 +68,14 @@ func (e *Engine) prepare(ctx context.Context) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	// Rejected records are kept until an operator has looked at them.
-	rejected, err := admin.Ensure(map[string]int32{e.rejected: max(maxParts, 1)}, kafka.KeepForeverConfigs())
+	rejected, err := admin.Ensure(map[string]int32{e.output.rejected: max(maxParts, 1)}, kafka.KeepForeverConfigs())
 	if err != nil {
 		return fmt.Errorf("engine: rejected topic: %w", err)
 	}
-	if err := e.keepForever(admin, "rejected", e.rejected); err != nil {
+	if err := e.keepForever(admin, "rejected", e.output.rejected); err != nil {
 		return err
 	}
-	parts[e.rejected] = rejected[e.rejected]
+	parts[e.output.rejected] = rejected[e.output.rejected]
 	written := slices.Collect(maps.Keys(parts))
 	e.restorer.changelogParts = map[string]int32{}
 	if len(e.stores) > 0 {
@@ -103,10 +103,10 @@ func (e *Engine) prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	e.readLimits(admin, written)
-	e.readStamps(admin, written)
-	e.sinkParts = parts
-	e.rejectedParts = parts[e.rejected]
+	e.output.readLimits(admin, written, e.log)
+	e.output.readStamps(admin, written, e.log)
+	e.output.sinkParts = parts
+	e.output.rejectedParts = parts[e.output.rejected]
 	e.topics = sources
 	e.log.Info("topics ready", "inputs", sources, "outputs", parts)
 	return nil
