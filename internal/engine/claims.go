@@ -156,7 +156,7 @@ func (h *handler) Revoked(s kafka.Session, topic string, partition int32, claim 
 	case <-bound.C:
 		e.log.Error("a revoked partition was not released in time; leaving the group so that the replica's late commits are refused",
 			"topic", topic, "partition", partition, "within", e.cfg.Timeouts.Rebalance/2)
-		if err := e.group.Leave(); err != nil {
+		if err := e.conn.group.Leave(); err != nil {
 			e.log.Warn("leave group", "error", err)
 		}
 		e.rewind()
@@ -208,7 +208,7 @@ func (h *handler) prepare(s kafka.Session, task statestore.Task) error {
 		}
 		return err
 	}
-	if len(e.stores) == 0 {
+	if len(e.restorer.stores) == 0 {
 		return nil
 	}
 	for _, st := range e.restorer.storeTasks(mine) {
@@ -226,9 +226,9 @@ func (h *handler) prepare(s kafka.Session, task statestore.Task) error {
 	h.tasks.restore.Lock()
 	defer h.tasks.restore.Unlock()
 	ctx, stop := whileAssigned(s, mine)
-	e.progress.restoring(true, promread.Total(e.m.restored))
+	e.commits.progress.restoring(true, promread.Total(e.m.restored))
 	err := e.restorer.restoreTasks(ctx, mine)
-	e.progress.restoring(false, promread.Total(e.m.restored))
+	e.commits.progress.restoring(false, promread.Total(e.m.restored))
 	revoked := stop()
 	if err != nil || revoked {
 		if revoked && !ended(s) {
@@ -299,7 +299,7 @@ func whileAssigned(s kafka.Session, mine map[string][]int32) (context.Context, f
 func (d *driver) activate(tp topicPartition, claim uint64, added bool, task statestore.Task) {
 	e := d.e
 	d.active[tp] = claim
-	if added && e.db != nil {
+	if added && e.restorer.db != nil {
 		for _, st := range e.restorer.storeTasks(map[string][]int32{tp.topic: {tp.partition}}) {
 			if !slices.Contains(d.keep.owned, st) {
 				d.keep.owned = append(d.keep.owned, st)
@@ -346,7 +346,7 @@ func (d *driver) release(tp topicPartition, claim uint64, task statestore.Task) 
 		})
 		if len(gone) > 0 && !d.failed {
 			// Owned until now: its last transaction committed.
-			if err := e.db.MarkOwned(e.cfg.Now(), gone...); err != nil {
+			if err := e.restorer.db.MarkOwned(e.cfg.Now(), gone...); err != nil {
 				e.log.Warn("cannot record the task as owned", "task", task.String(), "error", err)
 			}
 		}
@@ -384,7 +384,7 @@ func (d *driver) claimsChanged() {
 		n += len(ps)
 	}
 	e.m.assignedTasks.Set(float64(n))
-	e.progress.assign(claims)
+	e.commits.progress.assign(claims)
 	e.m.ownTasks(e.g, claims)
-	e.live.session(md, claims)
+	e.commits.live.session(md, claims)
 }

@@ -61,18 +61,18 @@ func (e *Engine) commitObservers() []commitObserver {
 	return []commitObserver{
 		// The stall watch and the health check (stall.go).
 		observerFuncs{
-			onCommit: func(c commitInfo) { e.progress.committed(c.offsets) },
-			onAbort:  func(abortInfo) { e.progress.aborted() },
+			onCommit: func(c commitInfo) { e.commits.progress.committed(c.offsets) },
+			onAbort:  func(abortInfo) { e.commits.progress.aborted() },
 		},
 		// Repeat detection forgets the partitions that moved on; whether a
 		// failure stops the replica is decided by the driver (repeat.go).
-		observerFuncs{onCommit: func(c commitInfo) { e.repeats.committed(c.offsets) }},
+		observerFuncs{onCommit: func(c commitInfo) { e.commits.repeats.committed(c.offsets) }},
 		// Repartition topics are purged up to committed offsets (repartition.go).
-		observerFuncs{onCommit: func(c commitInfo) { e.purge.committed(c.offsets) }},
+		observerFuncs{onCommit: func(c commitInfo) { e.commits.purge.committed(c.offsets) }},
 		commitCounter{m: e.m, rejected: e.output.rejected},
 		// Status's last commit latency, and the slow commit warning (status.go).
 		observerFuncs{onCommit: func(c commitInfo) {
-			e.live.committed(c.took)
+			e.commits.live.committed(c.took)
 			e.checkCommitLatency(c.took)
 		}},
 		// Transaction sizing (txnsize.go): a transactional commit's

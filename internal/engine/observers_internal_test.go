@@ -22,13 +22,13 @@ func TestCommitObservers(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &Engine{cfg: Config{ExactlyOnce: true, Timeouts: kafka.Timeouts{Transaction: 8 * time.Second, Commit: 4 * time.Second}},
-		m: m, log: hclog.NewNullLogger(), output: outputPolicy{rejected: "app-rejected"}, progress: newProgress(nil), size: newTxnSize(1000, time.Second)}
+		m: m, log: hclog.NewNullLogger(), output: outputPolicy{rejected: "app-rejected"}, commits: commitWatch{progress: newProgress(nil), size: newTxnSize(1000, time.Second)}}
 	d := &driver{e: e, observers: e.commitObservers(), started: time.Now()}
 
-	e.progress.received("in", 0)
-	e.progress.received("in", 1)
+	e.commits.progress.received("in", 0)
+	e.commits.progress.received("in", 1)
 	offsets := map[string]map[int32]int64{"in": {0: 5}}
-	e.repeats.failed(map[string]map[int32]int64{"in": {0: 3, 1: 7}}, "commit", errors.New("bad input"))
+	e.commits.repeats.failed(map[string]map[int32]int64{"in": {0: 3, 1: 7}}, "commit", errors.New("bad input"))
 	tl := newTally()
 	tl.in["0_0"] = 3
 	tl.out["out"] = 2
@@ -36,14 +36,14 @@ func TestCommitObservers(t *testing.T) {
 	tl.rejected["too-large"] = 1
 	d.notifyCommitted(commitInfo{offsets: offsets, tally: tl, records: 3, took: 5 * time.Second, age: 6 * time.Second})
 
-	if pending, aborts := e.progress.pendingSince(); len(pending) != 1 || aborts != 0 {
+	if pending, aborts := e.commits.progress.pendingSince(); len(pending) != 1 || aborts != 0 {
 		t.Errorf("after the commit of in/0: pending %v, aborts %d; want only in/1, 0 aborts", pending, aborts)
 	}
-	if _, ok := e.repeats.at[topicPartition{"in", 0}]; ok || len(e.repeats.at) != 1 {
-		t.Errorf("repeat detection after the commit of in/0: %v, want only in/1", e.repeats.at)
+	if _, ok := e.commits.repeats.at[topicPartition{"in", 0}]; ok || len(e.commits.repeats.at) != 1 {
+		t.Errorf("repeat detection after the commit of in/0: %v, want only in/1", e.commits.repeats.at)
 	}
-	if e.live.mu.lastCommit != 5*time.Second {
-		t.Errorf("last commit: %v, want 5s", e.live.mu.lastCommit)
+	if e.commits.live.mu.lastCommit != 5*time.Second {
+		t.Errorf("last commit: %v, want 5s", e.commits.live.mu.lastCommit)
 	}
 	for what, c := range map[string]struct {
 		got  int64
@@ -65,7 +65,7 @@ func TestCommitObservers(t *testing.T) {
 	}
 
 	d.notifyAborted(abortInfo{step: "commit", err: kafka.ErrCallTimeout, state: kafka.TxnReady, timedOut: true, age: time.Second})
-	if _, aborts := e.progress.pendingSince(); aborts != 1 {
+	if _, aborts := e.commits.progress.pendingSince(); aborts != 1 {
 		t.Errorf("aborts seen by the stall watch: %d, want 1", aborts)
 	}
 	for what, c := range map[string]struct {
@@ -81,7 +81,7 @@ func TestCommitObservers(t *testing.T) {
 			t.Errorf("%s after a timed-out step: %d, want %d", what, c.got, c.want)
 		}
 	}
-	if e.size.records != 250 {
-		t.Errorf("transaction size after two shrinks: %d records, want 250", e.size.records)
+	if e.commits.size.records != 250 {
+		t.Errorf("transaction size after two shrinks: %d records, want 250", e.commits.size.records)
 	}
 }

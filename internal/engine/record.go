@@ -14,7 +14,7 @@ import (
 )
 
 func (d *driver) process(b kafka.Batch) {
-	d.e.progress.received(b.Topic, b.Partition)
+	d.e.commits.progress.received(b.Topic, b.Partition)
 	if !d.open && !d.begin() {
 		return
 	}

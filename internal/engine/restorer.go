@@ -25,8 +25,9 @@ type changelogReader interface {
 		fn func(i int, batch []kafka.ChangelogRecord, next int64) error) error
 }
 
-// restorer owns what restoring needs: the stores, the local database and
-// the changelog reader (both set once the state is open), each
+// restorer owns the local state and what restoring needs: the stores,
+// the database and the changelog reader (both set once the state is
+// open), each
 // changelog's partitions and tombstone retention, and the store tasks
 // being restored outside the driver.
 type restorer struct {
@@ -39,8 +40,9 @@ type restorer struct {
 	cleanupDelay time.Duration
 	hooks        Hooks
 
-	db     *statestore.DB  // nil: the topology has no stores
-	reader changelogReader // set with db
+	db      *statestore.DB    // nil: the topology has no stores
+	byTopic map[string]string // changelog topic → store, set with db
+	reader  changelogReader   // set with db
 
 	changelogParts  map[string]int32         // each changelog's partitions, grown at session start when inputs grew
 	deleteRetention map[string]time.Duration // each changelog's delete.retention.ms
@@ -54,22 +56,17 @@ type restorer struct {
 	}
 }
 
-// newRestorer makes the restorer of e's stores; the state is opened later
-// (open).
-func newRestorer(e *Engine) *restorer {
-	return &restorer{log: e.log, m: e.m, g: e.g, stores: e.stores, now: e.cfg.Now, timeouts: e.cfg.Timeouts,
-		cleanupDelay: e.cfg.CleanupDelay, hooks: e.cfg.Hooks, db: e.db}
+// newRestorer makes the restorer of e's stores; Run opens the state
+// (openState) and sets the reader.
+func newRestorer(e *Engine, stores map[string]storeInfo) *restorer {
+	return &restorer{log: e.log, m: e.m, g: e.g, stores: stores, now: e.cfg.Now, timeouts: e.cfg.Timeouts,
+		cleanupDelay: e.cfg.CleanupDelay, hooks: e.cfg.Hooks}
 }
 
 // lacksPartition reports whether st's changelog lacks its task's
 // partition: input partitions were added since the changelog was made.
 func (r *restorer) lacksPartition(st statestore.StoreTask) bool {
 	return st.Task.Partition >= r.changelogParts[r.stores[st.Store].topic]
-}
-
-// open gives the restorer the opened database and the changelog reader.
-func (r *restorer) open(db *statestore.DB, reader changelogReader) {
-	r.db, r.reader = db, reader
 }
 
 // restoringTasks adds (on) or removes store tasks being restored outside

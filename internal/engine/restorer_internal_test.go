@@ -65,7 +65,7 @@ func TestRestorerResumesWipesAndRestores(t *testing.T) {
 	r := &restorer{log: hclog.NewNullLogger(), m: m, g: &graph.Graph{}, stores: map[string]storeInfo{"totals": {sub: 0, topic: changelog}},
 		now: func() time.Time { return now }, timeouts: kafka.Timeouts{Session: 10 * time.Second}, cleanupDelay: time.Hour,
 		changelogParts: map[string]int32{changelog: 4}, deleteRetention: map[string]time.Duration{changelog: 24 * time.Hour}}
-	r.open(db, reader)
+	r.db, r.reader = db, reader
 
 	st := func(p int32) statestore.StoreTask {
 		return statestore.StoreTask{Store: "totals", Task: statestore.Task{SubTopology: 0, Partition: p}}

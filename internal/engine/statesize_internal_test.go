@@ -34,8 +34,9 @@ func TestStateSizeMeasuredPeriodically(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	e := &Engine{cfg: Config{StallTimeout: time.Minute, Now: clock}, m: m, log: hclog.NewNullLogger(), progress: newProgress(clock), db: db}
-	e.restorer = newRestorer(e)
+	e := &Engine{cfg: Config{StallTimeout: time.Minute, Now: clock}, m: m, log: hclog.NewNullLogger(), commits: commitWatch{progress: newProgress(clock)}}
+	e.restorer = newRestorer(e, nil)
+	e.restorer.db = db
 	a := statestore.StoreTask{Store: "totals", Task: statestore.Task{SubTopology: 0, Partition: 0}}
 	b := statestore.StoreTask{Store: "totals", Task: statestore.Task{SubTopology: 0, Partition: 1}}
 	e.restorer.sizes.own([]statestore.StoreTask{a, b})
@@ -135,8 +136,9 @@ func TestStateDiskBytesIsDu(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	e := &Engine{m: m, log: hclog.NewNullLogger(), db: db}
-	e.restorer = newRestorer(e)
+	e := &Engine{m: m, log: hclog.NewNullLogger()}
+	e.restorer = newRestorer(e, nil)
+	e.restorer.db = db
 	st := statestore.StoreTask{Store: "totals", Task: statestore.Task{SubTopology: 0, Partition: 0}}
 	put := func(from, n int) {
 		t.Helper()

@@ -16,7 +16,7 @@ import (
 
 // prepare checks the input topics and creates the output topics.
 func (e *Engine) prepare(ctx context.Context) error {
-	admin := e.admin
+	admin := e.conn.admin
 	sources := e.g.SourceTopics()
 	links := e.g.LinkTopics()
 	var external []string
@@ -78,9 +78,9 @@ func (e *Engine) prepare(ctx context.Context) error {
 	parts[e.output.rejected] = rejected[e.output.rejected]
 	written := slices.Collect(maps.Keys(parts))
 	e.restorer.changelogParts = map[string]int32{}
-	if len(e.stores) > 0 {
+	if len(e.restorer.stores) > 0 {
 		changelogs := map[string]int32{}
-		for _, s := range e.stores {
+		for _, s := range e.restorer.stores {
 			var n int32
 			for _, t := range e.g.SubTopologies[s.sub].SourceTopics {
 				n = max(n, have[t])
@@ -212,7 +212,7 @@ func (e *Engine) copartitioned(have map[string]int32) error {
 // be left unprocessed, silently. A metadata failure is logged and lets
 // the session go on.
 func (e *Engine) checkCopartitioned() error {
-	have, err := e.admin.Partitions(e.g.SourceTopics()...)
+	have, err := e.conn.admin.Partitions(e.g.SourceTopics()...)
 	if err != nil {
 		e.log.Warn("cannot read the input topics' partition counts to check them", "error", err)
 		return nil

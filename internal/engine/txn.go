@@ -23,15 +23,15 @@ func (d *driver) begin() bool {
 			return false
 		}
 	}
-	if d.e.db != nil {
-		d.txn = d.e.db.Begin()
+	if d.e.restorer.db != nil {
+		d.txn = d.e.restorer.db.Begin()
 		d.state.Begin(d.txn)
 		d.changesSent = 0
 		d.p.ResetTracked()
 	}
 	d.open = true
 	d.started = time.Now()
-	d.deadline.Reset(d.e.size.interval)
+	d.deadline.Reset(d.e.commits.size.interval)
 	return true
 }
 
@@ -293,7 +293,7 @@ func (d *driver) fail(step string, err error) {
 	} else {
 		d.p.Reset()
 	}
-	stop := e.repeats.failed(d.starts, step, err)
+	stop := e.commits.repeats.failed(d.starts, step, err)
 	d.reset()
 	d.failed = true
 	if stop != nil {
