@@ -156,7 +156,7 @@ func (h *handler) Revoked(s kafka.Session, topic string, partition int32, claim 
 	case <-bound.C:
 		e.log.Error("a revoked partition was not released in time; leaving the group so that the replica's late commits are refused",
 			"topic", topic, "partition", partition, "within", e.cfg.Timeouts.Rebalance/2)
-		if err := e.group.Leave(); err != nil {
+		if err := e.conn.group.Leave(); err != nil {
 			e.log.Warn("leave group", "error", err)
 		}
 		e.rewind()
@@ -208,11 +208,11 @@ func (h *handler) prepare(s kafka.Session, task statestore.Task) error {
 		}
 		return err
 	}
-	if len(e.stores) == 0 {
+	if len(e.restorer.stores) == 0 {
 		return nil
 	}
-	for _, st := range e.storeTasks(mine) {
-		if task.Partition >= e.changelogParts[e.stores[st.Store].topic] {
+	for _, st := range e.restorer.storeTasks(mine) {
+		if e.restorer.lacksPartition(st) {
 			// Growing a changelog recreates the producer, which the driver
 			// holds: the next session's Setup does it.
 			e.log.Info("a claimed task's changelog lacks its partition; the session ends to add it", "task", task.String())
@@ -220,15 +220,15 @@ func (h *handler) prepare(s kafka.Session, task statestore.Task) error {
 			return fmt.Errorf("%w: changelog partition missing", errSessionEnded)
 		}
 	}
-	sts := e.storeTasks(mine)
-	e.restoringTasks(sts, true)
-	defer e.restoringTasks(sts, false)
+	sts := e.restorer.storeTasks(mine)
+	e.restorer.restoringTasks(sts, true)
+	defer e.restorer.restoringTasks(sts, false)
 	h.tasks.restore.Lock()
 	defer h.tasks.restore.Unlock()
 	ctx, stop := whileAssigned(s, mine)
-	e.progress.restoring(true, promread.Total(e.m.restored))
-	err := e.restoreTasks(ctx, mine)
-	e.progress.restoring(false, promread.Total(e.m.restored))
+	e.commits.progress.restoring(true, promread.Total(e.m.restored))
+	err := e.restorer.restoreTasks(ctx, mine)
+	e.commits.progress.restoring(false, promread.Total(e.m.restored))
 	revoked := stop()
 	if err != nil || revoked {
 		if revoked && !ended(s) {
@@ -294,42 +294,18 @@ func whileAssigned(s kafka.Session, mine map[string][]int32) (context.Context, f
 	}
 }
 
-// restoringTasks adds (on) or removes store tasks being restored outside
-// the driver: the state cleanup leaves them alone.
-func (e *Engine) restoringTasks(sts []statestore.StoreTask, on bool) {
-	e.restoring.Lock()
-	defer e.restoring.Unlock()
-	if e.restoring.tasks == nil {
-		e.restoring.tasks = map[statestore.StoreTask]int{}
-	}
-	for _, st := range sts {
-		if on {
-			e.restoring.tasks[st]++
-		} else if e.restoring.tasks[st]--; e.restoring.tasks[st] <= 0 {
-			delete(e.restoring.tasks, st)
-		}
-	}
-}
-
-// isRestoring reports whether st is being restored outside the driver.
-func (e *Engine) isRestoring(st statestore.StoreTask) bool {
-	e.restoring.Lock()
-	defer e.restoring.Unlock()
-	return e.restoring.tasks[st] > 0
-}
-
 // activate makes a claim's partition the driver's; added says its task
 // was just prepared (restored) within the session.
 func (d *driver) activate(tp topicPartition, claim uint64, added bool, task statestore.Task) {
 	e := d.e
 	d.active[tp] = claim
-	if added && e.db != nil {
-		for _, st := range e.storeTasks(map[string][]int32{tp.topic: {tp.partition}}) {
+	if added && e.restorer.db != nil {
+		for _, st := range e.restorer.storeTasks(map[string][]int32{tp.topic: {tp.partition}}) {
 			if !slices.Contains(d.keep.owned, st) {
 				d.keep.owned = append(d.keep.owned, st)
 			}
 		}
-		e.sizes.own(d.keep.owned)
+		e.restorer.sizes.own(d.keep.owned)
 		d.state.ForgetTask(task) // recovered from the restored state when needed
 	}
 	d.claimsChanged()
@@ -370,11 +346,11 @@ func (d *driver) release(tp topicPartition, claim uint64, task statestore.Task) 
 		})
 		if len(gone) > 0 && !d.failed {
 			// Owned until now: its last transaction committed.
-			if err := e.db.MarkOwned(e.cfg.Now(), gone...); err != nil {
+			if err := e.restorer.db.MarkOwned(e.cfg.Now(), gone...); err != nil {
 				e.log.Warn("cannot record the task as owned", "task", task.String(), "error", err)
 			}
 		}
-		e.sizes.own(d.keep.owned)
+		e.restorer.sizes.own(d.keep.owned)
 		e.log.Info("task revoked", "task", task.String(), "committed", !d.failed)
 	}
 	d.claimsChanged()
@@ -408,7 +384,7 @@ func (d *driver) claimsChanged() {
 		n += len(ps)
 	}
 	e.m.assignedTasks.Set(float64(n))
-	e.progress.assign(claims)
+	e.commits.progress.assign(claims)
 	e.m.ownTasks(e.g, claims)
-	e.live.session(md, claims)
+	e.commits.live.session(md, claims)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/statestore"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -87,50 +86,46 @@ type Hooks struct {
 	BeforeRestoreBatch func(topic string, partition int32, records int, next int64) error
 }
 
-// Engine is one replica.
+// Engine is one replica: it runs one group session after another and
+// shuts down. Its parts are machines with narrow jobs: the output policy,
+// what observes commits, the restorer (local state), and the Kafka
+// clients; each session's driver (session.go) processes and commits.
 type Engine struct {
-	cfg      Config
-	g        *graph.Graph
-	log      hclog.Logger
-	m        *metrics
-	rejected string
+	cfg Config
+	g   *graph.Graph
+	log hclog.Logger
+	m   *metrics
 
 	// Set once in Run before any session starts.
-	sinkParts      map[string]int32
-	rejectedParts  int32
-	topics         []string
-	limit          sizeLimit
-	stamps         map[string]kafka.TimestampBounds // timestamp bounds of the topics written
-	changelogParts map[string]int32                 // grown at session start when inputs grew
+	topics []string
+	output outputPolicy // what the topics written accept (output.go)
 
-	repeats repeats
+	commits  commitWatch // what observes commits (observers.go)
+	restorer *restorer   // local state: restore, staleness, state sizes (restorer.go)
+	conn     clients
+	life     lifecycle
+}
 
+// commitWatch is the state of what observes commits and aborts
+// (observers.go), read by the watchdog, Health and Status.
+type commitWatch struct {
+	repeats  repeats
+	purge    purger
+	progress *progress
+	live     live    // session and last commit, for Status
+	size     txnSize // the transaction size in force (driver goroutine only)
+}
+
+// clients are the replica's Kafka clients.
+type clients struct {
 	producer *kafka.Producer // owned by Run between sessions, by the driver during one
 	group    *kafka.Group
 	admin    *kafka.Admin // open for the whole Run
-	purge    purger
+}
 
-	// State, for topologies with stores.
-	stores  map[string]storeInfo
-	byTopic map[string]string // changelog topic → store
-	db      *statestore.DB
-	reader  *kafka.ChangelogReader
-
-	deleteRetention map[string]time.Duration // each changelog's delete.retention.ms
-
-	progress *progress
-	live     live           // session and last commit, for Status
-	sizes    stateSizes     // the state-size series shown
-	size     txnSize        // the transaction size in force (driver goroutine only)
-	closing  sync.WaitGroup // producers being closed in the background
-
-	// restoring counts the store tasks being restored outside the
-	// driver (claims.go), which the state cleanup must leave alone.
-	restoring struct {
-		sync.Mutex
-		tasks map[statestore.StoreTask]int
-	}
-
+// lifecycle is the replica's run state.
+type lifecycle struct {
+	closing sync.WaitGroup // producers being closed in the background
 	ready   atomic.Bool
 	crashed atomic.Bool
 	reinit  atomic.Bool // create the producer again before the next session (a hanging transaction)
@@ -169,13 +164,13 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 	for _, t := range append(g.SinkTopics(), g.OutboxTopics()...) {
 		m.recordsOut.WithLabelValues(t) // at zero before the first record
 	}
-	e := &Engine{cfg: cfg, g: g, log: log, m: m, rejected: cfg.AppID + "-rejected", progress: newProgress(cfg.Now)}
-	e.size = newTxnSize(cfg.CommitRecords, cfg.CommitInterval)
+	e := &Engine{cfg: cfg, g: g, log: log, m: m, output: outputPolicy{now: cfg.Now, rejected: cfg.AppID + "-rejected"}, commits: commitWatch{progress: newProgress(cfg.Now)}}
+	e.commits.size = newTxnSize(cfg.CommitRecords, cfg.CommitInterval)
 	m.txnRecordsLimit.Set(float64(cfg.CommitRecords))
 	m.txnInterval.Set(cfg.CommitInterval.Seconds())
-	e.purge.e = e
-	e.purge.topics = g.InternalTopics()
-	e.stores = e.storeInfos()
+	e.commits.purge.e = e
+	e.commits.purge.topics = g.InternalTopics()
+	e.restorer = newRestorer(e, e.storeInfos())
 	return e, nil
 }
 
@@ -183,14 +178,14 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 func (e *Engine) Stats() Stats { return e.m.snapshot() }
 
 // Ready reports whether the replica is in a group session.
-func (e *Engine) Ready() bool { return e.ready.Load() }
+func (e *Engine) Ready() bool { return e.life.ready.Load() }
 
 // RejectedTopic is where rejected records go.
-func (e *Engine) RejectedTopic() string { return e.rejected }
+func (e *Engine) RejectedTopic() string { return e.output.rejected }
 
 // Crash makes the next stop an unclean one, as if the process were killed:
 // no commit, no abort, no leave. For tests.
-func (e *Engine) Crash() { e.crashed.Store(true) }
+func (e *Engine) Crash() { e.life.crashed.Store(true) }
 
 // StopBound is how long Run may take to return once its context ends,
 // even with a coordinator that does not answer: the open transaction's
@@ -243,7 +238,7 @@ func (e *Engine) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	e.admin = admin
+	e.conn.admin = admin
 	defer admin.Close()
 	if err := admin.CheckGroup(e.cfg.AppID); err != nil {
 		return fmt.Errorf("engine: %w", err)
@@ -254,23 +249,24 @@ func (e *Engine) run(ctx context.Context) error {
 	} else if _, ok := ps[marker]; ok {
 		return fmt.Errorf("%w: topic %s exists; run `onceflow reset --app-id %s` again to finish it", ErrResetUnfinished, marker, e.cfg.AppID)
 	}
-	defer e.purge.wait()
+	defer e.commits.purge.wait()
 	if err := e.prepare(ctx); err != nil {
 		return err
 	}
-	if len(e.stores) > 0 {
+	if len(e.restorer.stores) > 0 {
 		if err := e.openState(); err != nil {
 			return err
 		}
-		defer e.db.Close()
-		e.reader = kafka.NewChangelogReader(e.cfg.Client, e.cfg.Timeouts.Transaction)
-		e.reader.Waiting = e.restoreWaiting
+		defer e.restorer.db.Close()
+		reader := kafka.NewChangelogReader(e.cfg.Client, e.cfg.Timeouts.Transaction)
+		reader.Waiting = e.restorer.restoreWaiting
+		e.restorer.reader = reader
 	}
 	group, err := kafka.NewTaskGroup(e.cfg.Client, e.cfg.Timeouts, e.cfg.AppID, e.cfg.InstanceID, e.subTopologies())
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	e.group = group
+	e.conn.group = group
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
@@ -323,12 +319,12 @@ func (e *Engine) run(ctx context.Context) error {
 func (e *Engine) loop(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		if e.reinit.Swap(false) && e.producer != nil {
-			e.closeProducer(e.producer)
-			e.producer = nil
+		if e.life.reinit.Swap(false) && e.conn.producer != nil {
+			e.closeProducer(e.conn.producer)
+			e.conn.producer = nil
 			e.m.recreations.Inc()
 		}
-		if e.producer == nil {
+		if e.conn.producer == nil {
 			p, err := e.newProducer(ctx)
 			if err != nil {
 				return err
@@ -336,14 +332,14 @@ func (e *Engine) loop(ctx context.Context) error {
 			if p == nil {
 				return nil // ctx ended first: a clean stop
 			}
-			e.producer = p
+			e.conn.producer = p
 		}
 		sctx, cancel := context.WithCancel(ctx)
-		e.mu.Lock()
-		e.mu.cancelSession = cancel
-		e.mu.Unlock()
+		e.life.mu.Lock()
+		e.life.mu.cancelSession = cancel
+		e.life.mu.Unlock()
 		ended := time.Now()
-		err := e.group.Consume(sctx, e.topics, &handler{e: e, joined: ended})
+		err := e.conn.group.Consume(sctx, e.topics, &handler{e: e, joined: ended})
 		if err != nil && sctx.Err() != nil && errors.Is(err, context.Canceled) {
 			err = nil // the session was ended here (a rewind), while it joined a generation
 		}
@@ -394,9 +390,9 @@ func (e *Engine) subTopologies() map[string]int32 {
 // committed offsets. sarama cannot seek a claim, so ending the session is
 // the only way to replay what an abort discarded.
 func (e *Engine) rewind() {
-	e.mu.Lock()
-	cancel := e.mu.cancelSession
-	e.mu.Unlock()
+	e.life.mu.Lock()
+	cancel := e.life.mu.cancelSession
+	e.life.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
@@ -405,49 +401,49 @@ func (e *Engine) rewind() {
 // stop ends the replica with err: the current session ends and Run
 // returns err.
 func (e *Engine) stop(err error) {
-	e.mu.Lock()
-	if e.mu.stopped == nil {
-		e.mu.stopped = err
+	e.life.mu.Lock()
+	if e.life.mu.stopped == nil {
+		e.life.mu.stopped = err
 	}
-	e.mu.Unlock()
+	e.life.mu.Unlock()
 	e.log.Error("stopping the replica", "error", err)
 	e.rewind()
 }
 
 // stopped is the error the replica stops with, if any.
 func (e *Engine) stopped() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.mu.stopped
+	e.life.mu.Lock()
+	defer e.life.mu.Unlock()
+	return e.life.mu.stopped
 }
 
 // shutdown leaves the group and closes the clients; each step that talks to
 // the cluster is given closeGrace, so a broker that does not answer cannot
 // hold the stop.
 func (e *Engine) shutdown() {
-	if e.crashed.Load() {
-		if e.producer != nil {
-			e.producer.Close()
+	if e.life.crashed.Load() {
+		if e.conn.producer != nil {
+			e.conn.producer.Close()
 		}
-		e.group.Close()
+		e.conn.group.Close()
 		return
 	}
 	if !within(closeGrace, func() {
-		if err := e.group.Leave(); err != nil {
+		if err := e.conn.group.Leave(); err != nil {
 			e.log.Warn("leave group", "error", err)
 		}
-		if err := e.group.Close(); err != nil {
+		if err := e.conn.group.Close(); err != nil {
 			e.log.Warn("close group", "error", err)
 		}
-		if e.producer != nil {
-			if err := e.producer.Close(); err != nil {
+		if e.conn.producer != nil {
+			if err := e.conn.producer.Close(); err != nil {
 				e.log.Warn("close producer", "error", err)
 			}
 		}
 	}) {
 		e.log.Warn("leaving the group and closing the clients is taking long; going on", "grace", closeGrace)
 	}
-	if !within(closeGrace, e.closing.Wait) {
+	if !within(closeGrace, e.life.closing.Wait) {
 		e.log.Warn("dropped producers still closing; going on", "grace", closeGrace)
 	}
 }

@@ -85,7 +85,7 @@ func (d *driver) proof(ctx context.Context) (map[string]map[int32]int64, error) 
 		return nil, errNothingToFence
 	}
 	if len(missing) > 0 {
-		got, err := d.e.admin.Positions(ctx, d.e.cfg.AppID, missing)
+		got, err := d.e.conn.admin.Positions(ctx, d.e.cfg.AppID, missing)
 		if err != nil {
 			return nil, fmt.Errorf("engine: positions to prove the generation with: %w", err)
 		}

@@ -79,7 +79,7 @@ func (e *Engine) hangWatch(ctx context.Context, tick <-chan time.Time) {
 			return
 		case <-tick:
 		}
-		d, ok, err := e.admin.DescribeTransaction(id)
+		d, ok, err := e.conn.admin.DescribeTransaction(id)
 		if err != nil {
 			e.log.Debug("cannot describe the transaction", "transactional_id", id, "error", err)
 			continue
@@ -110,7 +110,7 @@ func (e *Engine) hangWatch(ctx context.Context, tick <-chan time.Time) {
 			recoveries++
 			e.m.hangRecoveries.Inc()
 			e.log.Warn("hanging transaction: creating the producer again to abort it", append(kv, "attempt", recoveries)...)
-			e.reinit.Store(true)
+			e.life.reinit.Store(true)
 			e.rewind()
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/wire"
@@ -27,20 +29,20 @@ type sizeLimit struct {
 func (l sizeLimit) producerMax() int { return l.batch - kafka.BatchOverhead }
 
 // readLimits reads max.message.bytes of every topic the replica writes.
-func (e *Engine) readLimits(admin *kafka.Admin, written []string) {
+func (p *outputPolicy) readLimits(admin *kafka.Admin, written []string, log hclog.Logger) {
 	slices.Sort(written)
 	written = slices.Compact(written)
 	limits, fallback := admin.MaxMessageBytes(written...)
-	e.limit = sizeLimit{of: limits}
+	p.limit = sizeLimit{of: limits}
 	for _, t := range written {
-		if e.limit.topic == "" || limits[t] < e.limit.batch {
-			e.limit.batch, e.limit.topic = limits[t], t
+		if p.limit.topic == "" || limits[t] < p.limit.batch {
+			p.limit.batch, p.limit.topic = limits[t], t
 		}
 	}
 	if len(fallback) > 0 {
-		e.log.Warn("cannot read max.message.bytes of topics; using the broker's", "topics", fallback)
+		log.Warn("cannot read max.message.bytes of topics; using the broker's", "topics", fallback)
 	}
-	e.log.Info("record size limit", "bytes", e.limit.batch, "from_topic", e.limit.topic)
+	log.Info("record size limit", "bytes", p.limit.batch, "from_topic", p.limit.topic)
 }
 
 // errTooLarge is an output or state change no topic would accept.
@@ -82,25 +84,25 @@ func recordBytes(key, value []byte, headers []graph.Header, source []byte) int {
 
 // checkSize refuses a record that would exceed the limit (the executor
 // rejects the input record for it, even when a node drops the error).
-func (d *driver) checkSize(topic string, key, value []byte, headers []graph.Header, source []byte) error {
+func (p *outputPolicy) checkSize(topic string, key, value []byte, headers []graph.Header, source []byte) error {
 	n := recordBytes(key, value, headers, source)
-	if n <= d.e.limit.batch {
+	if n <= p.limit.batch {
 		return nil
 	}
-	return &errTooLarge{topic: topic, size: n, limit: d.e.limit}
+	return &errTooLarge{topic: topic, size: n, limit: p.limit}
 }
 
 // checkChange refuses a state change whose changelog record would exceed
 // the limit.
 func (d *driver) checkChange(store string, key, value []byte) error {
-	return d.checkSize(d.e.stores[store].topic, key, value, nil, nil)
+	return d.policy.checkSize(d.e.restorer.stores[store].topic, key, value, nil, nil)
 }
 
 // fitRejected cuts a rejected record until it fits the rejected topic:
 // the value first, then the input's own headers, then the key; what was
 // cut is named in wire.HeaderRejectTruncated with its original size.
-func (d *driver) fitRejected(m *kafka.Message, own int) {
-	limit := d.e.limit.batch
+func (p *outputPolicy) fitRejected(m *kafka.Message, own int) {
+	limit := p.limit.batch
 	size := recordBytes(m.Key, m.Value, m.Headers, nil)
 	if size <= limit {
 		return

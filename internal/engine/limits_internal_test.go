@@ -14,7 +14,7 @@ import (
 // the input's own headers, then the key; the note names what was cut.
 func TestFitRejected(t *testing.T) {
 	const limit = 10000
-	d := &driver{e: &Engine{limit: sizeLimit{batch: limit, topic: "app-rejected"}}}
+	d := &outputPolicy{limit: sizeLimit{batch: limit, topic: "app-rejected"}}
 	reject := []graph.Header{
 		{Key: wire.HeaderRejectReason, Value: []byte(wire.ReasonTooLarge)},
 		{Key: wire.HeaderSource, Value: []byte("in/0/7")},
@@ -106,7 +106,7 @@ func FuzzFitRejected(f *testing.F) {
 	f.Fuzz(func(t *testing.T, limit, key, value uint32, own uint8, ownSize uint32, errLen uint16) {
 		limit = 1024 + limit%(8<<20)
 		key, value, ownSize = key%(4<<20), value%(4<<20), ownSize%(1<<20)
-		d := &driver{e: &Engine{limit: sizeLimit{batch: int(limit), topic: "app-rejected"}}}
+		d := &outputPolicy{limit: sizeLimit{batch: int(limit), topic: "app-rejected"}}
 		var hs []graph.Header
 		for range own % 8 {
 			hs = append(hs, graph.Header{Key: "own", Value: make([]byte, ownSize)})

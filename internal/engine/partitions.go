@@ -40,12 +40,12 @@ func (e *Engine) growChangelogsFor(ctx context.Context, claims map[string][]int3
 	need := map[string]int32{}
 	for topic, parts := range claims {
 		sub := e.g.SubTopologyOf(topic)
-		for _, s := range e.stores {
+		for _, s := range e.restorer.stores {
 			if s.sub != sub {
 				continue
 			}
 			for _, p := range parts {
-				if p >= e.changelogParts[s.topic] {
+				if p >= e.restorer.changelogParts[s.topic] {
 					need[s.topic] = max(need[s.topic], p+1)
 				}
 			}
@@ -68,18 +68,18 @@ func (e *Engine) growChangelogsFor(ctx context.Context, claims map[string][]int3
 		if err != nil {
 			return err
 		}
-		e.changelogParts[t] = n
+		e.restorer.changelogParts[t] = n
 	}
-	if e.producer != nil {
-		if err := e.producer.Close(); err != nil {
+	if e.conn.producer != nil {
+		if err := e.conn.producer.Close(); err != nil {
 			e.log.Warn("close producer", "error", err)
 		}
-		e.producer = nil
+		e.conn.producer = nil
 	}
 	p, err := e.newProducer(ctx)
 	if err != nil {
 		return err
 	}
-	e.producer = p
+	e.conn.producer = p
 	return nil
 }

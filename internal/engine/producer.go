@@ -25,16 +25,16 @@ func (e *Engine) newProducer(ctx context.Context) (*kafka.Producer, error) {
 	for {
 		got := make(chan result, 1)
 		go func() {
-			p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID, e.g.Stateful(), e.limit.producerMax())
+			p, err := kafka.NewProducer(e.cfg.Client, e.cfg.Timeouts, txnID, e.g.Stateful(), e.output.limit.producerMax())
 			got <- result{p, err}
 		}()
 		var r result
 		select {
 		case r = <-got:
 		case <-ctx.Done():
-			e.closing.Add(1)
+			e.life.closing.Add(1)
 			go func() {
-				defer e.closing.Done()
+				defer e.life.closing.Done()
 				if r := <-got; r.p != nil {
 					r.p.Close()
 				}
@@ -67,9 +67,9 @@ func (e *Engine) newProducer(ctx context.Context) (*kafka.Producer, error) {
 // by a call past its deadline may take a while to wind down, and the next
 // producer (same transactional id) fences it anyway.
 func (e *Engine) closeProducer(p *kafka.Producer) {
-	e.closing.Add(1)
+	e.life.closing.Add(1)
 	go func() {
-		defer e.closing.Done()
+		defer e.life.closing.Done()
 		if err := p.Close(); err != nil {
 			e.log.Debug("close dropped producer", "error", err)
 		}

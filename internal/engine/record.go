@@ -14,7 +14,7 @@ import (
 )
 
 func (d *driver) process(b kafka.Batch) {
-	d.e.progress.received(b.Topic, b.Partition)
+	d.e.commits.progress.received(b.Topic, b.Partition)
 	if !d.open && !d.begin() {
 		return
 	}
@@ -185,15 +185,15 @@ const lineageChunk = 16 << 10
 // refused with a typed error (errTooLarge, errTimestamp) that names its
 // rejection reason: the executor rejects the input record whole for it.
 func (d *driver) Emit(topic string, key, value []byte, headers []graph.Header, ts time.Time) error {
-	if err := d.checkSize(topic, key, value, headers, d.sourceBytes()); err != nil {
-		return err
-	}
-	if err := d.checkStamp(topic, ts); err != nil {
+	// Within one input batch the clock is read once (d.batchNow): the
+	// bounds are a broker's minutes to days, a batch takes milliseconds,
+	// and a clock read per output was a few percent of a copy's CPU.
+	if err := d.policy.refuse(topic, key, value, headers, d.sourceBytes(), ts, d.batchNow); err != nil {
 		return err
 	}
 	d.out = append(d.out, kafka.Message{
 		Topic:     topic,
-		Partition: wire.Partition(key, d.inRecord.Partition, d.e.sinkParts[topic]),
+		Partition: wire.Partition(key, d.inRecord.Partition, d.policy.sinkParts[topic]),
 		Key:       key,
 		Value:     value,
 		Headers:   headers,
@@ -235,14 +235,14 @@ func (d *driver) reject(key, value []byte, headers []graph.Header, ts time.Time,
 		hs = append(hs, graph.Header{Key: wire.HeaderRejectNode, Value: []byte(node)})
 	}
 	m := kafka.Message{
-		Topic:     e.rejected,
-		Partition: r.Partition % e.rejectedParts,
+		Topic:     d.policy.rejected,
+		Partition: r.Partition % d.policy.rejectedParts,
 		Key:       key,
 		Value:     value,
 		Headers:   hs,
-		Timestamp: e.rejectedStamp(ts),
+		Timestamp: d.policy.rejectedStamp(ts),
 	}
-	d.fitRejected(&m, own)
+	d.policy.fitRejected(&m, own)
 	d.out = append(d.out, m)
 	d.rejects = append(d.rejects, reason)
 	e.log.Debug("record rejected", "reason", reason, "node", node, "source", d.source(), "error", cause)

@@ -61,7 +61,7 @@ func (e *Engine) checkInternalOffsets(claims map[string][]int32) error {
 			internal[t] = ps
 		}
 	}
-	err := e.admin.CheckCommitted(e.cfg.AppID, internal)
+	err := e.conn.admin.CheckCommitted(e.cfg.AppID, internal)
 	if errors.Is(err, kafka.ErrInternalOffsetOutOfRange) {
 		e.log.Error("records of a repartition topic were deleted before they were processed; stopping (the records are lost: reprocess the input, or reset the group's offsets on the topic to go on without them)", "error", err)
 	}
@@ -139,7 +139,7 @@ func (p *purger) addLocked(offsets map[string]map[int32]int64) {
 func (p *purger) run(batch map[string]map[int32]int64) (failed map[string]map[int32]int64) {
 	e := p.e
 	for _, t := range slices.Sorted(maps.Keys(batch)) {
-		if err := e.admin.DeleteRecords(t, batch[t]); err != nil {
+		if err := e.conn.admin.DeleteRecords(t, batch[t]); err != nil {
 			e.log.Warn("cannot purge repartition topic; trying again at the next purge", "topic", t, "error", err)
 			if failed == nil {
 				failed = map[string]map[int32]int64{}

@@ -30,24 +30,24 @@ import (
 // a revoke) leaves the state as old as it was, and the next start resumes
 // it from its offset if it is still fresh enough, or wipes it. A restore
 // from nothing is dated by its start until it completes.
-func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) error {
-	began := e.cfg.Now()
-	sts := e.storeTasks(claims)
+func (r *restorer) restoreTasks(ctx context.Context, claims map[string][]int32) error {
+	began := r.now()
+	sts := r.storeTasks(claims)
 	ranges := make([]kafka.ChangelogRange, len(sts))
 	fresh := make([]bool, len(sts)) // no local state to keep: read from the log start, no wipe
 	var cold []statestore.StoreTask // restored from nothing
 	for i, st := range sts {
-		from, ok, err := e.restoreFrom(ctx, st)
+		from, ok, err := r.restoreFrom(ctx, st)
 		if err != nil {
 			return err
 		}
-		ranges[i] = kafka.ChangelogRange{Topic: e.stores[st.Store].topic, Partition: st.Task.Partition, From: from}
+		ranges[i] = kafka.ChangelogRange{Topic: r.stores[st.Store].topic, Partition: st.Task.Partition, From: from}
 		fresh[i] = !ok
 		if !ok {
 			cold = append(cold, st)
 		}
 	}
-	if err := e.db.MarkRestoring(began, cold...); err != nil {
+	if err := r.db.MarkRestoring(began, cold...); err != nil {
 		return fmt.Errorf("engine: restore: %w", err)
 	}
 	gone := func(i int, start int64) error {
@@ -55,20 +55,20 @@ func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) er
 			return nil
 		}
 		st := sts[i]
-		e.log.Named("restore").Warn("changelog no longer holds the local offset; wiping the task's store and restoring it fully",
+		r.log.Named("restore").Warn("changelog no longer holds the local offset; wiping the task's store and restoring it fully",
 			"store", st.Store, "task", st.Task.String(), "offset", ranges[i].From, "log_start", start)
-		if err := e.wipe(st); err != nil {
+		if err := r.wipe(st); err != nil {
 			return err
 		}
-		if err := e.db.MarkRestoring(began, st); err != nil {
+		if err := r.db.MarkRestoring(began, st); err != nil {
 			return fmt.Errorf("engine: restore %s: %w", st, err)
 		}
 		return nil
 	}
-	if err := e.replay(ctx, sts, ranges, gone); err != nil {
+	if err := r.replay(ctx, sts, ranges, gone); err != nil {
 		return err
 	}
-	if err := e.db.MarkRestored(began, sts...); err != nil {
+	if err := r.db.MarkRestored(began, sts...); err != nil {
 		return fmt.Errorf("engine: restore: %w", err)
 	}
 	return nil
@@ -77,23 +77,23 @@ func (e *Engine) restoreTasks(ctx context.Context, claims map[string][]int32) er
 // restoreFrom returns the changelog offset st's restore starts from: the
 // one its local state records (ok), or 0 when it has none or its state was
 // too old to trust and is wiped.
-func (e *Engine) restoreFrom(ctx context.Context, st statestore.StoreTask) (from int64, ok bool, err error) {
-	from, ok, err = e.db.Offset(st.Store, st.Task)
+func (r *restorer) restoreFrom(ctx context.Context, st statestore.StoreTask) (from int64, ok bool, err error) {
+	from, ok, err = r.db.Offset(st.Store, st.Task)
 	if err != nil || !ok {
 		return 0, false, wrapRestore(st, err)
 	}
-	stale, why, err := e.stale(e.stores[st.Store], st)
+	stale, why, err := r.stale(r.stores[st.Store], st)
 	if err != nil || !stale {
 		return from, true, err
 	}
-	e.log.Named("restore").Warn("local state is older than the changelog's tombstone retention; wiping the task's store and restoring it fully",
+	r.log.Named("restore").Warn("local state is older than the changelog's tombstone retention; wiping the task's store and restoring it fully",
 		"store", st.Store, "task", st.Task.String(), "offset", from, "reason", why)
-	return 0, false, e.wipe(st)
+	return 0, false, r.wipe(st)
 }
 
-func (e *Engine) wipe(st statestore.StoreTask) error {
-	e.m.wipes.Inc()
-	if err := e.db.Wipe(st.Store, st.Task); err != nil {
+func (r *restorer) wipe(st statestore.StoreTask) error {
+	r.m.wipes.Inc()
+	if err := r.db.Wipe(st.Store, st.Task); err != nil {
 		return fmt.Errorf("engine: wipe %s: %w", st, err)
 	}
 	return nil
@@ -140,7 +140,7 @@ func batchSize(b []kafka.ChangelogRecord) int64 {
 // replay reads the changelog ranges of sts (ranges[i] is sts[i]'s) and
 // applies each (store, task)'s batches on a goroutine of its own, while
 // the reader fetches the next ones.
-func (e *Engine) replay(ctx context.Context, sts []statestore.StoreTask, ranges []kafka.ChangelogRange, gone func(int, int64) error) error {
+func (r *restorer) replay(ctx context.Context, sts []statestore.StoreTask, ranges []kafka.ChangelogRange, gone func(int, int64) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	work := make([]chan restoreBatch, len(sts))
@@ -151,7 +151,7 @@ func (e *Engine) replay(ctx context.Context, sts []statestore.StoreTask, ranges 
 	for i, st := range sts {
 		work[i] = make(chan restoreBatch, 1)
 		wg.Go(func() {
-			if errs[i] = e.applyRestore(st, ranges[i].From, start, work[i], inFlight); errs[i] != nil {
+			if errs[i] = r.applyRestore(st, ranges[i].From, start, work[i], inFlight); errs[i] != nil {
 				cancel()
 				for b := range work[i] { // drain, so that the reader never blocks
 					inFlight.Release(b.size)
@@ -159,7 +159,7 @@ func (e *Engine) replay(ctx context.Context, sts []statestore.StoreTask, ranges 
 			}
 		})
 	}
-	err := e.reader.ReadAll(ctx, ranges, gone, func(i int, batch []kafka.ChangelogRecord, next int64) error {
+	err := r.reader.ReadAll(ctx, ranges, gone, func(i int, batch []kafka.ChangelogRecord, next int64) error {
 		b := restoreBatch{batch, next, batchSize(batch)}
 		if err := inFlight.Acquire(ctx, b.size); err != nil {
 			return err
@@ -187,36 +187,36 @@ func (e *Engine) replay(ctx context.Context, sts []statestore.StoreTask, ranges 
 
 // applyRestore applies the batches of st's changelog that come on work, in
 // order, each atomically with the offset it reaches.
-func (e *Engine) applyRestore(st statestore.StoreTask, from int64, start time.Time, work <-chan restoreBatch, inFlight *semaphore.Weighted) error {
-	log := e.log.Named("restore").With("store", st.Store, "task", st.Task.String())
-	var r *statestore.Restorer
+func (r *restorer) applyRestore(st statestore.StoreTask, from int64, start time.Time, work <-chan restoreBatch, inFlight *semaphore.Weighted) error {
+	log := r.log.Named("restore").With("store", st.Store, "task", st.Task.String())
+	var sr *statestore.Restorer
 	var n int64
 	for b := range work {
-		err := e.applyBatch(st, &r, b)
+		err := r.applyBatch(st, &sr, b)
 		inFlight.Release(b.size)
 		if err != nil {
 			return err
 		}
 		n += int64(len(b.records))
-		e.m.restored.Add(float64(len(b.records)))
+		r.m.restored.Add(float64(len(b.records)))
 		if n > 0 && n%100000 < int64(len(b.records)) {
 			log.Info("restoring", "records", n, "offset", b.next)
 		}
 	}
 	took := time.Since(start)
-	e.m.restoreTime.Observe(took.Seconds())
+	r.m.restoreTime.Observe(took.Seconds())
 	if n > 0 {
 		log.Info("restored", "records", n, "from_offset", from, "seconds", took.Seconds(), "records_per_sec", float64(n)/max(took.Seconds(), 1e-9))
 	}
 	return nil
 }
 
-// applyBatch applies b to st through *r, which it makes at the first
+// applyBatch applies b to st through *sr, which it makes at the first
 // batch: after any wipe, since the reader wipes before it fetches.
-func (e *Engine) applyBatch(st statestore.StoreTask, r **statestore.Restorer, b restoreBatch) error {
-	if *r == nil {
+func (r *restorer) applyBatch(st statestore.StoreTask, sr **statestore.Restorer, b restoreBatch) error {
+	if *sr == nil {
 		var err error
-		if *r, err = e.db.NewRestorer(st.Store, st.Task); err != nil {
+		if *sr, err = r.db.NewRestorer(st.Store, st.Task); err != nil {
 			return wrapRestore(st, err)
 		}
 	}
@@ -224,26 +224,26 @@ func (e *Engine) applyBatch(st statestore.StoreTask, r **statestore.Restorer, b 
 	for i, c := range b.records {
 		changes[i] = statestore.Change{Key: c.Key, Value: c.Value, Tombstone: c.Value == nil}
 	}
-	if h := e.cfg.Hooks.BeforeRestoreBatch; h != nil {
-		if err := h(e.stores[st.Store].topic, st.Task.Partition, len(changes), b.next); err != nil {
+	if h := r.hooks.BeforeRestoreBatch; h != nil {
+		if err := h(r.stores[st.Store].topic, st.Task.Partition, len(changes), b.next); err != nil {
 			return wrapRestore(st, err)
 		}
 	}
-	return wrapRestore(st, (*r).Apply(changes, b.next))
+	return wrapRestore(st, (*sr).Apply(changes, b.next))
 }
 
 // storeTasks lists the (store, task) pairs of the claimed partitions, in
 // a stable order.
-func (e *Engine) storeTasks(claims map[string][]int32) []statestore.StoreTask {
+func (r *restorer) storeTasks(claims map[string][]int32) []statestore.StoreTask {
 	var out []statestore.StoreTask
 	done := map[statestore.StoreTask]bool{}
 	for _, topic := range slices.Sorted(maps.Keys(claims)) {
-		sub := e.g.SubTopologyOf(topic)
+		sub := r.g.SubTopologyOf(topic)
 		for _, p := range claims[topic] {
 			task := statestore.Task{SubTopology: sub, Partition: p}
-			for _, name := range slices.Sorted(maps.Keys(e.stores)) {
+			for _, name := range slices.Sorted(maps.Keys(r.stores)) {
 				st := statestore.StoreTask{Store: name, Task: task}
-				if e.stores[name].sub != sub || done[st] {
+				if r.stores[name].sub != sub || done[st] {
 					continue
 				}
 				done[st] = true
@@ -257,11 +257,11 @@ func (e *Engine) storeTasks(claims map[string][]int32) []statestore.StoreTask {
 // restoreWaiting reports a restore that waits for a changelog partition's
 // open transactions to end (the previous owner's commit markers, or a
 // dead producer's transaction until the broker aborts it).
-func (e *Engine) restoreWaiting(topic string, partition int32, stable, end int64) {
-	e.m.restoreWaits.Inc()
-	e.log.Named("restore").Info("changelog has a transaction open; waiting for it to end",
-		"topic", topic, "partition", partition, "last_stable_offset", stable, "end_offset", end, "within", e.cfg.Timeouts.Transaction)
-	if h := e.cfg.Hooks.RestoreWaiting; h != nil {
+func (r *restorer) restoreWaiting(topic string, partition int32, stable, end int64) {
+	r.m.restoreWaits.Inc()
+	r.log.Named("restore").Info("changelog has a transaction open; waiting for it to end",
+		"topic", topic, "partition", partition, "last_stable_offset", stable, "end_offset", end, "within", r.timeouts.Transaction)
+	if h := r.hooks.RestoreWaiting; h != nil {
 		h(topic, partition)
 	}
 }

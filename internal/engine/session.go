@@ -37,12 +37,12 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		n += len(ps)
 	}
 	e.m.assignedTasks.Set(float64(n))
-	e.progress.assign(s.Claims())
+	e.commits.progress.assign(s.Claims())
 	e.m.ownTasks(e.g, s.Claims())
 	md := s.Metadata()
-	e.live.session(md, s.Claims())
-	e.live.bind(s)
-	e.live.sample(e.progress.now(), promread.Total(e.m.transactions.WithLabelValues("committed")))
+	e.commits.live.session(md, s.Claims())
+	e.commits.live.bind(s)
+	e.commits.live.sample(e.commits.progress.now(), promread.Total(e.m.transactions.WithLabelValues("committed")))
 	e.log.Info("session started", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(s.Claims()))
 	if err := e.checkTasksWhole(s.Claims()); err != nil {
 		e.log.Error("refusing a session that holds part of a task; stopping", "error", err)
@@ -56,7 +56,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		return nil, err
 	}
 	var keep keeper
-	if len(e.stores) > 0 {
+	if len(e.restorer.stores) > 0 {
 		if err := e.growChangelogsFor(s.Context(), s.Claims()); err != nil {
 			if ended(s) {
 				e.log.Info("session ended while changelog partitions were prepared", "error", err)
@@ -71,9 +71,9 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		// that the replica joins the new generation at once instead of
 		// being evicted when the rebalance times out.
 		rctx, rebalancing := e.untilRebalance(s)
-		e.progress.restoring(true, promread.Total(e.m.restored))
-		err := e.restoreTasks(rctx, s.Claims())
-		e.progress.restoring(false, promread.Total(e.m.restored))
+		e.commits.progress.restoring(true, promread.Total(e.m.restored))
+		err := e.restorer.restoreTasks(rctx, s.Claims())
+		e.commits.progress.restoring(false, promread.Total(e.m.restored))
 		rebalanced := rebalancing()
 		if err != nil {
 			if ended(s) || rebalanced {
@@ -85,19 +85,20 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 			e.log.Warn("restore failed; the session ends and the replica joins again", "error", err)
 			return nil, err
 		}
-		owned := e.storeTasks(s.Claims())
-		if err := e.dropUnowned(owned); err != nil {
+		owned := e.restorer.storeTasks(s.Claims())
+		if err := e.restorer.dropUnowned(owned); err != nil {
 			e.log.Warn("state cleanup failed", "error", err)
 		}
 		keep = keeper{owned: owned, marked: e.cfg.Now(), cleaned: e.cfg.Now()}
-		e.sizes.own(owned)
-		e.measureState()
+		e.restorer.sizes.own(owned)
+		e.restorer.measureState()
 	}
 	h.tasks.ready(e.tasksOf(s.Claims()))
 	batches := make(chan kafka.Batch, 64)
-	h.d = &driver{e: e, s: s, p: e.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
+	h.d = &driver{e: e, s: s, p: e.conn.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
 		starts: map[string]map[int32]int64{}, internal: map[string]bool{}, pending: newTally(),
-		ctl: make(chan func()), active: map[topicPartition]uint64{}, gen: md.GenerationID}
+		ctl: make(chan func()), active: map[topicPartition]uint64{}, gen: md.GenerationID,
+		observers: e.commitObservers(), policy: &e.output}
 	for _, t := range e.g.LinkTopics() {
 		h.d.internal[t] = true
 	}
@@ -108,7 +109,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		defer close(h.done)
 		h.d.run()
 	}()
-	e.ready.Store(true)
+	e.life.ready.Store(true)
 	return batches, nil
 }
 
@@ -156,15 +157,15 @@ func ended(s kafka.Session) bool { return s.Context().Err() != nil }
 // Cleanup runs in the revoke window: every claim stopped delivering. The
 // driver commits what it processed (or aborts) before the member rejoins.
 func (h *handler) Cleanup(s kafka.Session) error {
-	h.e.ready.Store(false)
-	h.e.live.session(s.Metadata(), nil)
-	h.e.live.bind(nil)
+	h.e.life.ready.Store(false)
+	h.e.commits.live.session(s.Metadata(), nil)
+	h.e.commits.live.bind(nil)
 	if h.d == nil {
 		return nil // Setup failed
 	}
 	close(h.d.finish)
 	<-h.done
-	h.e.producer = h.d.p // nil when the driver had to drop it
+	h.e.conn.producer = h.d.p // nil when the driver had to drop it
 	for topic, parts := range s.Claims() {
 		for _, p := range parts {
 			h.e.m.dropLag(topic, p)
@@ -227,6 +228,9 @@ type driver struct {
 	sched           graph.Schedule
 	punctRecord     kafka.Record             // stands for the input record of a punctuation
 	streamTimerRefs map[int][]graph.TimerRef // by sub-topology
+
+	observers []commitObserver // learn of each commit and abort (observers.go)
+	policy    *outputPolicy    // refuses outputs the topics would refuse (output.go)
 }
 
 // maxTxnBytes commits a transaction early once its input records' keys
@@ -260,7 +264,7 @@ func (d *driver) run() {
 				continue
 			}
 			d.process(b)
-			if d.open && (d.records >= d.e.size.records || d.bytes >= maxTxnBytes) {
+			if d.open && (d.records >= d.e.commits.size.records || d.bytes >= maxTxnBytes) {
 				d.commit()
 			}
 		case <-d.deadline.C:
@@ -268,7 +272,7 @@ func (d *driver) run() {
 				d.commit()
 			}
 		case <-d.finish:
-			if d.e.crashed.Load() {
+			if d.e.life.crashed.Load() {
 				return
 			}
 			if d.open && !d.failed {

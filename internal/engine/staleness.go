@@ -31,12 +31,12 @@ const markEvery = time.Second
 
 // readDeleteRetention reads the tombstone retention of every changelog.
 // One the broker does not tell is taken to be Kafka's default.
-func (e *Engine) readDeleteRetention(admin *kafka.Admin) error {
-	e.deleteRetention = map[string]time.Duration{}
-	for _, s := range e.stores {
+func (r *restorer) readDeleteRetention(admin *kafka.Admin) error {
+	r.deleteRetention = map[string]time.Duration{}
+	for _, s := range r.stores {
 		v, ok, err := admin.TopicConfig(s.topic, "delete.retention.ms")
 		if err != nil {
-			e.log.Warn("cannot read the changelog's delete.retention.ms; assuming the default", "topic", s.topic, "default", defaultDeleteRetention, "error", err)
+			r.log.Warn("cannot read the changelog's delete.retention.ms; assuming the default", "topic", s.topic, "default", defaultDeleteRetention, "error", err)
 		}
 		d := defaultDeleteRetention
 		if ok {
@@ -46,7 +46,7 @@ func (e *Engine) readDeleteRetention(admin *kafka.Admin) error {
 			}
 			d = time.Duration(ms) * time.Millisecond
 		}
-		e.deleteRetention[s.topic] = d
+		r.deleteRetention[s.topic] = d
 	}
 	return nil
 }
@@ -57,11 +57,11 @@ func (e *Engine) readDeleteRetention(admin *kafka.Admin) error {
 // longer ago than the changelog's delete.retention.ms less the session
 // timeout (the longest a replica can believe it owns a task it lost), or
 // when neither time is recorded.
-func (e *Engine) stale(s storeInfo, st statestore.StoreTask) (bool, string, error) {
-	at, ok, err := e.db.LastOwned(st.Store, st.Task)
+func (r *restorer) stale(s storeInfo, st statestore.StoreTask) (bool, string, error) {
+	at, ok, err := r.db.LastOwned(st.Store, st.Task)
 	what := "last owned"
 	if err == nil && !ok {
-		at, ok, err = e.db.RestoreBegan(st.Store, st.Task)
+		at, ok, err = r.db.RestoreBegan(st.Store, st.Task)
 		what = "an unfinished restore from nothing began"
 	}
 	if err != nil {
@@ -70,10 +70,10 @@ func (e *Engine) stale(s storeInfo, st statestore.StoreTask) (bool, string, erro
 	if !ok {
 		return true, "no last-owned time recorded", nil
 	}
-	age := e.cfg.Now().Sub(at)
-	limit := e.deleteRetention[s.topic] - e.cfg.Timeouts.Session
+	age := r.now().Sub(at)
+	limit := r.deleteRetention[s.topic] - r.timeouts.Session
 	if age >= limit {
-		return true, fmt.Sprintf("%s %v ago, the changelog keeps tombstones %v", what, age.Round(time.Second), e.deleteRetention[s.topic]), nil
+		return true, fmt.Sprintf("%s %v ago, the changelog keeps tombstones %v", what, age.Round(time.Second), r.deleteRetention[s.topic]), nil
 	}
 	return false, "", nil
 }
@@ -84,21 +84,21 @@ func (e *Engine) stale(s storeInfo, st statestore.StoreTask) (bool, string, erro
 // It runs on the goroutine that drives the session's state, so no
 // transaction writes the pairs it wipes, and it skips those a claim is
 // restoring.
-func (e *Engine) dropUnowned(owned []statestore.StoreTask) error {
-	kept, err := e.db.Kept()
+func (r *restorer) dropUnowned(owned []statestore.StoreTask) error {
+	kept, err := r.db.Kept()
 	if err != nil {
 		return fmt.Errorf("engine: state cleanup: %w", err)
 	}
-	now := e.cfg.Now()
+	now := r.now()
 	for st, at := range kept {
-		if slices.Contains(owned, st) || e.isRestoring(st) || !at.IsZero() && now.Sub(at) < e.cfg.CleanupDelay {
+		if slices.Contains(owned, st) || r.isRestoring(st) || !at.IsZero() && now.Sub(at) < r.cleanupDelay {
 			continue
 		}
-		if err := e.db.Wipe(st.Store, st.Task); err != nil {
+		if err := r.db.Wipe(st.Store, st.Task); err != nil {
 			return fmt.Errorf("engine: state cleanup: %w", err)
 		}
-		e.m.dropped.Inc()
-		e.log.Info("deleted the local state of a task not owned for the cleanup delay", "store", st.Store, "task", st.Task.String(), "last_owned", at, "delay", e.cfg.CleanupDelay)
+		r.m.dropped.Inc()
+		r.log.Info("deleted the local state of a task not owned for the cleanup delay", "store", st.Store, "task", st.Task.String(), "last_owned", at, "delay", r.cleanupDelay)
 	}
 	return nil
 }
@@ -116,17 +116,17 @@ type keeper struct {
 // accepted the commit, so the replica owned its tasks then. A failure here
 // is logged: the commit stands, and a missing mark only makes the state
 // look older than it is.
-func (k *keeper) committed(e *Engine, began time.Time) {
+func (k *keeper) committed(r *restorer, began time.Time) {
 	if began.Sub(k.marked) >= markEvery && len(k.owned) > 0 {
-		if err := e.db.MarkOwned(began, k.owned...); err != nil {
-			e.log.Warn("cannot record the tasks as owned", "error", err)
+		if err := r.db.MarkOwned(began, k.owned...); err != nil {
+			r.log.Warn("cannot record the tasks as owned", "error", err)
 		}
 		k.marked = began
 	}
-	if now := e.cfg.Now(); now.Sub(k.cleaned) >= min(e.cfg.CleanupDelay/2, time.Minute) {
+	if now := r.now(); now.Sub(k.cleaned) >= min(r.cleanupDelay/2, time.Minute) {
 		k.cleaned = now
-		if err := e.dropUnowned(k.owned); err != nil {
-			e.log.Warn("state cleanup failed", "error", err)
+		if err := r.dropUnowned(k.owned); err != nil {
+			r.log.Warn("state cleanup failed", "error", err)
 		}
 	}
 }

@@ -168,11 +168,11 @@ func (e *Engine) stallTimeout() time.Duration {
 // commit for longer than the stall timeout (a hung commit, a loop of aborts
 // and rewinds), or a restore that has not moved for as long.
 func (e *Engine) Health() error {
-	stalls, aborts := e.progress.stalls(e.stallTimeout(), promread.Total(e.m.restored))
+	stalls, aborts := e.commits.progress.stalls(e.stallTimeout(), promread.Total(e.m.restored))
 	if len(stalls) == 0 {
 		return nil
 	}
-	now := e.progress.now()
+	now := e.commits.progress.now()
 	var b strings.Builder
 	for i, s := range stalls {
 		if i > 0 {
@@ -201,11 +201,11 @@ func (e *Engine) watch(ctx context.Context, tick <-chan time.Time) {
 			return
 		case <-tick:
 		}
-		now := e.progress.now()
-		e.live.sample(now, promread.Total(e.m.transactions.WithLabelValues("committed")))
-		stalls, aborts := e.progress.stalls(bound, promread.Total(e.m.restored))
+		now := e.commits.progress.now()
+		e.commits.live.sample(now, promread.Total(e.m.transactions.WithLabelValues("committed")))
+		stalls, aborts := e.commits.progress.stalls(bound, promread.Total(e.m.restored))
 		e.m.stalled.Set(float64(len(stalls)))
-		e.m.oldestPending.Set(e.progress.oldestPending().Seconds())
+		e.m.oldestPending.Set(e.commits.progress.oldestPending().Seconds())
 		next := map[string]time.Time{} // stalled partition → last reported
 		for _, s := range stalls {
 			if last, ok := reported[s.what]; ok && now.Sub(last) < bound {
@@ -221,10 +221,10 @@ func (e *Engine) watch(ctx context.Context, tick <-chan time.Time) {
 			}
 		}
 		reported = next
-		if e.db != nil && e.sizes.due(now) {
-			e.measureState()
+		if e.restorer.db != nil && e.restorer.sizes.due(now) {
+			e.restorer.measureState()
 		}
-		if on, since := e.progress.restoreState(); on && now.Sub(lastRestoreLog) >= restoreLogInterval {
+		if on, since := e.commits.progress.restoreState(); on && now.Sub(lastRestoreLog) >= restoreLogInterval {
 			lastRestoreLog = now
 			e.log.Named("restore").Info("restore in progress", "restored_records", promread.Total(e.m.restored), "since_last_record", now.Sub(since).Round(time.Millisecond))
 		}

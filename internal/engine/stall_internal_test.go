@@ -64,12 +64,12 @@ func TestHealthNamesTheStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Engine{cfg: Config{StallTimeout: time.Minute}, m: m, progress: newProgress(func() time.Time { return now })}
+	e := &Engine{cfg: Config{StallTimeout: time.Minute}, m: m, commits: commitWatch{progress: newProgress(func() time.Time { return now })}}
 	if err := e.Health(); err != nil {
 		t.Fatalf("Health with nothing pending: %v", err)
 	}
-	e.progress.received("in", 3)
-	e.progress.aborted()
+	e.commits.progress.received("in", 3)
+	e.commits.progress.aborted()
 	now = now.Add(90 * time.Second)
 	err = e.Health()
 	if err == nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/wire"
 )
@@ -35,11 +37,11 @@ func (e *errTimestamp) Error() string {
 }
 
 // readStamps reads the timestamp bounds of every topic the replica writes.
-func (e *Engine) readStamps(admin *kafka.Admin, written []string) {
+func (p *outputPolicy) readStamps(admin *kafka.Admin, written []string, log hclog.Logger) {
 	var unknown []string
-	e.stamps, unknown = admin.TimestampBounds(written...)
+	p.stamps, unknown = admin.TimestampBounds(written...)
 	if len(unknown) > 0 {
-		e.log.Warn("cannot read the timestamp bounds of topics; not checking timestamps for them", "topics", unknown)
+		log.Warn("cannot read the timestamp bounds of topics; not checking timestamps for them", "topics", unknown)
 	}
 }
 
@@ -47,18 +49,18 @@ func (e *Engine) readStamps(admin *kafka.Admin, written []string) {
 // stamped ts with (within stampMargin), or nil. A zero ts, or one before
 // 1970 (Kafka's -1, no timestamp), is stamped by the producer with the wall
 // clock.
-func (e *Engine) refuseStamp(topic string, ts time.Time) *errTimestamp {
-	return e.refuseStampAt(topic, ts, time.Time{})
+func (p *outputPolicy) refuseStamp(topic string, ts time.Time) *errTimestamp {
+	return p.refuseStampAt(topic, ts, time.Time{})
 }
 
 // refuseStampAt is refuseStamp with the clock read at now (zero: read it).
-func (e *Engine) refuseStampAt(topic string, ts, now time.Time) *errTimestamp {
-	b, ok := e.stamps[topic]
+func (p *outputPolicy) refuseStampAt(topic string, ts, now time.Time) *errTimestamp {
+	b, ok := p.stamps[topic]
 	if !ok || ts.Before(time.Unix(0, 0)) {
 		return nil
 	}
 	if now.IsZero() {
-		now = e.cfg.Now()
+		now = p.now()
 	}
 	if b.After > 0 && ts.After(now.Add(b.After-min(stampMargin, b.After/2))) {
 		return &errTimestamp{topic: topic, ts: ts, now: now, after: true, bound: b.After}
@@ -69,26 +71,12 @@ func (e *Engine) refuseStampAt(topic string, ts, now time.Time) *errTimestamp {
 	return nil
 }
 
-// checkStamp refuses an output its topic would refuse for its timestamp
-// (the executor rejects the input record for it, even when a node drops
-// the error).
-//
-// Within one input batch the clock is read once (d.batchNow): the bounds
-// are a broker's minutes to days, a batch takes milliseconds, and a clock
-// read per output was a few percent of a copy's CPU.
-func (d *driver) checkStamp(topic string, ts time.Time) error {
-	if err := d.e.refuseStampAt(topic, ts, d.batchNow); err != nil {
-		return err
-	}
-	return nil // not a nil *errTimestamp, which would be a non-nil error
-}
-
 // rejectedStamp is the timestamp of a rejected copy of an input stamped
 // ts: ts, unless the rejected topic would refuse it; then the wall clock
 // (the error header says what the timestamp was).
-func (e *Engine) rejectedStamp(ts time.Time) time.Time {
-	if e.refuseStamp(e.rejected, ts) != nil {
-		return e.cfg.Now()
+func (p *outputPolicy) rejectedStamp(ts time.Time) time.Time {
+	if p.refuseStamp(p.rejected, ts) != nil {
+		return p.now()
 	}
 	return ts
 }

@@ -35,7 +35,7 @@ func (e *Engine) storeInfos() map[string]storeInfo {
 // openState opens the replica's Pebble database.
 func (e *Engine) openState() error {
 	var dedup []string
-	for name, s := range e.stores {
+	for name, s := range e.restorer.stores {
 		if s.Kind == graph.StoreDedup {
 			dedup = append(dedup, name)
 		}
@@ -45,10 +45,10 @@ func (e *Engine) openState() error {
 	if err != nil {
 		return fmt.Errorf("engine: state: %w", err)
 	}
-	e.db = db
-	e.byTopic = map[string]string{}
-	for name, s := range e.stores {
-		e.byTopic[s.topic] = name
+	e.restorer.db = db
+	e.restorer.byTopic = map[string]string{}
+	for name, s := range e.restorer.stores {
+		e.restorer.byTopic[s.topic] = name
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func (d *driver) produceChanges() {
 		if !d.send[i] {
 			continue
 		}
-		s := d.e.stores[c.Store]
+		s := d.e.restorer.stores[c.Store]
 		var value []byte
 		if !c.Tombstone {
 			value = c.Value
@@ -126,12 +126,12 @@ func (d *driver) applyState() error {
 	}
 	offsets := map[statestore.StoreTask]int64{}
 	for topic, parts := range tracked {
-		name, ok := d.e.byTopic[topic]
+		name, ok := d.e.restorer.byTopic[topic]
 		if !ok {
 			continue
 		}
 		for p, off := range parts {
-			offsets[statestore.StoreTask{Store: name, Task: statestore.Task{SubTopology: d.e.stores[name].sub, Partition: p}}] = off
+			offsets[statestore.StoreTask{Store: name, Task: statestore.Task{SubTopology: d.e.restorer.stores[name].sub, Partition: p}}] = off
 		}
 	}
 	return d.txn.Apply(offsets)

@@ -71,16 +71,16 @@ func (s *stateSizes) due(now time.Time) bool {
 // disk bytes (the blocks its directory occupies, as du reports them) and
 // memtable bytes. A failed read is logged and leaves the gauges as they
 // were.
-func (e *Engine) measureState() {
-	if e.db == nil {
+func (r *restorer) measureState() {
+	if r.db == nil {
 		return
 	}
-	kept, err := e.db.Tasks()
+	kept, err := r.db.Tasks()
 	if err != nil {
-		e.log.Warn("cannot list the state's tasks to measure them", "error", err)
+		r.log.Warn("cannot list the state's tasks to measure them", "error", err)
 		return
 	}
-	s := &e.sizes
+	s := &r.sizes
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	began := time.Now()
@@ -90,38 +90,38 @@ func (e *Engine) measureState() {
 		if now[st] {
 			continue
 		}
-		n, err := e.storeBytes(st, &budget)
+		n, err := r.storeBytes(st, &budget)
 		if err != nil {
-			e.log.Warn("cannot measure a store", "store", st.Store, "task", st.Task.String(), "error", err)
+			r.log.Warn("cannot measure a store", "store", st.Store, "task", st.Task.String(), "error", err)
 			continue
 		}
 		now[st] = true
-		e.m.stateBytes.WithLabelValues(st.Store, st.Task.String()).Set(float64(n))
+		r.m.stateBytes.WithLabelValues(st.Store, st.Task.String()).Set(float64(n))
 	}
 	for st := range s.mu.shown {
 		if !now[st] {
-			e.m.stateBytes.DeleteLabelValues(st.Store, st.Task.String())
+			r.m.stateBytes.DeleteLabelValues(st.Store, st.Task.String())
 		}
 	}
 	s.mu.shown = now
-	if u, err := e.db.Usage(); err != nil {
-		e.log.Warn("cannot measure the state's disk use", "error", err)
+	if u, err := r.db.Usage(); err != nil {
+		r.log.Warn("cannot measure the state's disk use", "error", err)
 	} else {
 		s.mu.usage = u
-		e.m.stateDisk.Set(float64(u.Disk))
-		e.m.stateMemTable.Set(float64(u.MemTable))
+		r.m.stateDisk.Set(float64(u.Disk))
+		r.m.stateMemTable.Set(float64(u.MemTable))
 	}
-	e.log.Debug("state measured", "stores", len(now), "read_exactly", exactBudget-budget, "took", time.Since(began))
+	r.log.Debug("state measured", "stores", len(now), "read_exactly", exactBudget-budget, "took", time.Since(began))
 }
 
 // storeBytes measures one store of one task: exactly while small and
 // within budget (which it spends), else Pebble's estimate of its tables.
-func (e *Engine) storeBytes(st statestore.StoreTask, budget *int64) (int64, error) {
-	est, err := e.db.Size(st.Store, st.Task)
+func (r *restorer) storeBytes(st statestore.StoreTask, budget *int64) (int64, error) {
+	est, err := r.db.Size(st.Store, st.Task)
 	if err != nil || est >= exactLimit || *budget <= 0 {
 		return int64(est), err
 	}
-	n, complete, err := e.db.LiveBytes(st.Store, st.Task, min(*budget, exactLimit))
+	n, complete, err := r.db.LiveBytes(st.Store, st.Task, min(*budget, exactLimit))
 	*budget -= n
 	if err != nil || !complete {
 		return int64(est), err

@@ -34,11 +34,13 @@ func TestStateSizeMeasuredPeriodically(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	e := &Engine{cfg: Config{StallTimeout: time.Minute, Now: clock}, m: m, log: hclog.NewNullLogger(), progress: newProgress(clock), db: db}
+	e := &Engine{cfg: Config{StallTimeout: time.Minute, Now: clock}, m: m, log: hclog.NewNullLogger(), commits: commitWatch{progress: newProgress(clock)}}
+	e.restorer = newRestorer(e, nil)
+	e.restorer.db = db
 	a := statestore.StoreTask{Store: "totals", Task: statestore.Task{SubTopology: 0, Partition: 0}}
 	b := statestore.StoreTask{Store: "totals", Task: statestore.Task{SubTopology: 0, Partition: 1}}
-	e.sizes.own([]statestore.StoreTask{a, b})
-	e.measureState() // as a session's start does
+	e.restorer.sizes.own([]statestore.StoreTask{a, b})
+	e.restorer.measureState() // as a session's start does
 	if got := e.storeSizes(); fmt.Sprint(got) != "[{totals 0_0 0} {totals 0_1 0}]" {
 		t.Fatalf("sizes at the session's start: %v, want both owned tasks at 0", got)
 	}
@@ -107,7 +109,7 @@ func TestStateSizeMeasuredPeriodically(t *testing.T) {
 	if err := db.Wipe(b.Store, b.Task); err != nil {
 		t.Fatal(err)
 	}
-	e.sizes.own([]statestore.StoreTask{a}) // the next session owns a alone
+	e.restorer.sizes.own([]statestore.StoreTask{a}) // the next session owns a alone
 	tickAt(2 * stateSizeInterval)
 	if n := size(b); n != -1 {
 		t.Errorf("totals/0_1 wiped and not owned still has a series: %d bytes", n)
@@ -134,7 +136,9 @@ func TestStateDiskBytesIsDu(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	e := &Engine{m: m, log: hclog.NewNullLogger(), db: db}
+	e := &Engine{m: m, log: hclog.NewNullLogger()}
+	e.restorer = newRestorer(e, nil)
+	e.restorer.db = db
 	st := statestore.StoreTask{Store: "totals", Task: statestore.Task{SubTopology: 0, Partition: 0}}
 	put := func(from, n int) {
 		t.Helper()
@@ -153,7 +157,7 @@ func TestStateDiskBytesIsDu(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(2000, 100) // in the log and the memtable only
-	e.measureState()
+	e.restorer.measureState()
 
 	var du int64
 	err = filepath.Walk(dir, func(path string, _ os.FileInfo, err error) error {
@@ -173,7 +177,7 @@ func TestStateDiskBytesIsDu(t *testing.T) {
 	if got := gaugeValue(m.stateDisk); got != du {
 		t.Errorf("onceflow_state_disk_bytes %d, allocated blocks under the state directory %d", got, du)
 	}
-	if got := int64(e.sizes.usage().Disk); got != du {
+	if got := int64(e.restorer.sizes.usage().Disk); got != du {
 		t.Errorf("StateDisk %d, allocated blocks under the state directory %d", got, du)
 	}
 	if du < 2000*1000 {

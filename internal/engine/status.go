@@ -153,27 +153,27 @@ func (l *live) rate(now time.Time, committed int64) float64 {
 // It reads the metrics and a few fields noted per session and per commit;
 // it never touches the record path.
 func (e *Engine) Status() Status {
-	now := e.progress.now()
+	now := e.commits.progress.now()
 	st := Status{AppID: e.cfg.AppID, InstanceID: e.cfg.InstanceID, Ready: e.Ready(), Stats: e.m.snapshot(),
 		TransactionTimeout: e.cfg.Timeouts.Transaction, StallTimeout: e.stallTimeout()}
-	st.TxnRate = e.live.rate(now, st.Stats.Committed)
-	e.live.mu.Lock()
-	st.InSession, st.Generation, st.MemberID = e.live.mu.inSession, e.live.mu.generation, e.live.mu.member
-	if s := e.live.mu.sess; s != nil && st.InSession {
+	st.TxnRate = e.commits.live.rate(now, st.Stats.Committed)
+	e.commits.live.mu.Lock()
+	st.InSession, st.Generation, st.MemberID = e.commits.live.mu.inSession, e.commits.live.mu.generation, e.commits.live.mu.member
+	if s := e.commits.live.mu.sess; s != nil && st.InSession {
 		md := s.Metadata()
 		st.Generation, st.MemberID = md.GenerationID, md.MemberID
 	}
-	st.LastCommit = e.live.mu.lastCommit
-	claims := maps.Clone(e.live.mu.claims)
-	e.live.mu.Unlock()
-	st.Restoring, _ = e.progress.restoreState()
+	st.LastCommit = e.commits.live.mu.lastCommit
+	claims := maps.Clone(e.commits.live.mu.claims)
+	e.commits.live.mu.Unlock()
+	st.Restoring, _ = e.commits.progress.restoreState()
 	if st.Restoring {
-		_, since := e.progress.restoreState()
+		_, since := e.commits.progress.restoreState()
 		st.RestoreIdle = now.Sub(since)
 	}
 	st.Rejections = byLabel(e.m.rejected, "reason")
 	st.State = e.storeSizes()
-	u := e.sizes.usage()
+	u := e.restorer.sizes.usage()
 	st.StateDisk, st.StateMemTable = int64(u.Disk), int64(u.MemTable)
 	st.TxnRecords = gaugeValue(e.m.txnRecordsLimit)
 	st.TxnInterval = time.Duration(gaugeFloat(e.m.txnInterval) * float64(time.Second)).Round(time.Microsecond)
@@ -190,7 +190,7 @@ func (e *Engine) taskStatuses(now time.Time, claims map[string][]int32) ([]TaskS
 		lags[label(m, "topic")+"/"+label(m, "partition")] = int64(m.GetGauge().GetValue())
 	}
 	in := byLabel(e.m.recordsIn, "task")
-	pending, aborts := e.progress.pendingSince()
+	pending, aborts := e.commits.progress.pendingSince()
 	bound := e.stallTimeout()
 	var out []TaskStatus
 	for _, topic := range slices.Sorted(maps.Keys(claims)) {

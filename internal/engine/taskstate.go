@@ -12,8 +12,8 @@ import (
 // the lineage of the record being processed.
 func (d *driver) newTaskState() *taskstate.State {
 	e := d.e
-	stores := make(map[string]taskstate.Store, len(e.stores))
-	for name, s := range e.stores {
+	stores := make(map[string]taskstate.Store, len(e.restorer.stores))
+	for name, s := range e.restorer.stores {
 		stores[name] = taskstate.Store{Store: s.Store, Sub: s.sub}
 	}
 	logged := map[statestore.Task]bool{}

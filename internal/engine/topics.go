@@ -16,7 +16,7 @@ import (
 
 // prepare checks the input topics and creates the output topics.
 func (e *Engine) prepare(ctx context.Context) error {
-	admin := e.admin
+	admin := e.conn.admin
 	sources := e.g.SourceTopics()
 	links := e.g.LinkTopics()
 	var external []string
@@ -68,19 +68,19 @@ func (e *Engine) prepare(ctx context.Context) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	// Rejected records are kept until an operator has looked at them.
-	rejected, err := admin.Ensure(map[string]int32{e.rejected: max(maxParts, 1)}, kafka.KeepForeverConfigs())
+	rejected, err := admin.Ensure(map[string]int32{e.output.rejected: max(maxParts, 1)}, kafka.KeepForeverConfigs())
 	if err != nil {
 		return fmt.Errorf("engine: rejected topic: %w", err)
 	}
-	if err := e.keepForever(admin, "rejected", e.rejected); err != nil {
+	if err := e.keepForever(admin, "rejected", e.output.rejected); err != nil {
 		return err
 	}
-	parts[e.rejected] = rejected[e.rejected]
+	parts[e.output.rejected] = rejected[e.output.rejected]
 	written := slices.Collect(maps.Keys(parts))
-	e.changelogParts = map[string]int32{}
-	if len(e.stores) > 0 {
+	e.restorer.changelogParts = map[string]int32{}
+	if len(e.restorer.stores) > 0 {
 		changelogs := map[string]int32{}
-		for _, s := range e.stores {
+		for _, s := range e.restorer.stores {
 			var n int32
 			for _, t := range e.g.SubTopologies[s.sub].SourceTopics {
 				n = max(n, have[t])
@@ -96,17 +96,17 @@ func (e *Engine) prepare(ctx context.Context) error {
 			if n, err = e.growChangelog(admin, t, n, changelogs[t]); err != nil {
 				return err
 			}
-			e.changelogParts[t] = n
+			e.restorer.changelogParts[t] = n
 			written = append(written, t)
 		}
-		if err := e.readDeleteRetention(admin); err != nil {
+		if err := e.restorer.readDeleteRetention(admin); err != nil {
 			return err
 		}
 	}
-	e.readLimits(admin, written)
-	e.readStamps(admin, written)
-	e.sinkParts = parts
-	e.rejectedParts = parts[e.rejected]
+	e.output.readLimits(admin, written, e.log)
+	e.output.readStamps(admin, written, e.log)
+	e.output.sinkParts = parts
+	e.output.rejectedParts = parts[e.output.rejected]
 	e.topics = sources
 	e.log.Info("topics ready", "inputs", sources, "outputs", parts)
 	return nil
@@ -212,7 +212,7 @@ func (e *Engine) copartitioned(have map[string]int32) error {
 // be left unprocessed, silently. A metadata failure is logged and lets
 // the session go on.
 func (e *Engine) checkCopartitioned() error {
-	have, err := e.admin.Partitions(e.g.SourceTopics()...)
+	have, err := e.conn.admin.Partitions(e.g.SourceTopics()...)
 	if err != nil {
 		e.log.Warn("cannot read the input topics' partition counts to check them", "error", err)
 		return nil

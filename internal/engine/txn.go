@@ -23,23 +23,23 @@ func (d *driver) begin() bool {
 			return false
 		}
 	}
-	if d.e.db != nil {
-		d.txn = d.e.db.Begin()
+	if d.e.restorer.db != nil {
+		d.txn = d.e.restorer.db.Begin()
 		d.state.Begin(d.txn)
 		d.changesSent = 0
 		d.p.ResetTracked()
 	}
 	d.open = true
 	d.started = time.Now()
-	d.deadline.Reset(d.e.size.interval)
+	d.deadline.Reset(d.e.commits.size.interval)
 	return true
 }
 
-// commit ends the interval: offsets and outputs commit together.
+// commit ends the interval: offsets and outputs commit together, then
+// the session's observers learn of it and local state is applied.
 func (d *driver) commit() {
-	e := d.e
 	start := time.Now()
-	began := e.cfg.Now()
+	began := d.e.cfg.Now()
 	if d.txn != nil {
 		if err := d.expireDedup(); err != nil {
 			d.fail("expire", err)
@@ -47,110 +47,123 @@ func (d *driver) commit() {
 		}
 		d.produceChanges()
 	}
-	if e.cfg.ExactlyOnce {
-		if err := d.p.Err(); err != nil {
-			e.m.commitFailures.WithLabelValues("produce").Inc()
-			d.fail("produce", err)
-			return
-		}
-		if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
-			h()
-		}
-		defer d.hold()()
-		// One deadline for the whole commit: a coordinator that does not
-		// answer must not hold the replica (and its shutdown) for longer.
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
-		defer cancel()
-		// Every transaction proves the generation (fence.go): one opened by
-		// a wall-clock punctuator, which consumed nothing, with its tasks'
-		// positions unchanged.
-		offsets := d.offsets
-		if len(offsets) == 0 {
-			var err error
-			if offsets, err = d.proof(ctx); err != nil {
-				d.fail("positions", err)
-				return
-			}
-		}
-		if err := d.p.AddOffsets(ctx, offsets, d.s.Metadata()); err != nil {
-			d.fail("add offsets", err)
-			return
-		}
-		if h := e.cfg.Hooks.BeforeCommit; h != nil {
-			h()
-		}
-		if err := d.commitTxn(ctx); err != nil {
-			d.fail("commit", err)
-			return
-		}
-		d.fence.committed(d.offsets)
-	} else {
-		if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
-			h()
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
-		defer cancel()
-		if err := d.p.Flush(ctx); err != nil {
-			d.fail("flush", err)
-			return
-		}
-		release := d.hold()
-		err := d.p.CommitOffsets(ctx, d.offsets, d.s.Metadata())
-		release()
-		if err != nil {
-			d.fail("commit offsets", err)
-			return
-		}
+	commit := d.commitOffsets
+	if d.e.cfg.ExactlyOnce {
+		commit = d.commitTransaction
+	}
+	release, step, err := commit()
+	defer release()
+	if err != nil {
+		d.fail(step, err)
+		return
 	}
 	if d.s.Metadata().GenerationID != d.gen {
 		d.claimsChanged()
 	}
-	e.repeats.committed(d.offsets)
-	e.progress.committed(d.offsets)
-	e.purge.committed(d.offsets)
-	e.m.transactions.WithLabelValues("committed").Inc()
-	d.pending.count(e)
-	took := time.Since(start)
-	e.m.commitLatency.Observe(took.Seconds())
-	e.live.committed(took)
-	e.checkCommitLatency(took)
-	if e.cfg.ExactlyOnce {
-		age := time.Since(d.started)
-		e.sizeTransactions(e.commitPressure(took, age), took, age)
+	d.notifyCommitted(commitInfo{offsets: d.offsets, tally: d.pending, records: d.records,
+		took: time.Since(start), age: time.Since(d.started)})
+	if d.txn != nil && !d.apply(began) {
+		return
 	}
-	e.m.recordsPerTxn.Observe(float64(d.records))
-	if d.txn != nil {
-		apply := true
-		if h := e.cfg.Hooks.BeforeApply; h != nil {
-			apply = h()
-		}
-		if !apply {
-			d.txn.Discard()
-			d.txn = nil
-			d.state.Begin(nil)
-			d.reset()
-			d.failed = true // as if crashed: process nothing more
-			return
-		}
-		if err := d.applyState(); err != nil {
-			// Kafka has the transaction; local state does not. The next
-			// session restores the tail from the changelog. The producer
-			// is created again first: its InitProducerId waits until the
-			// commit markers are written, as a new owner's restore does.
-			e.log.Warn("state apply failed after commit; recreating the producer and rewinding to restore", "error", err)
-			d.txn.Discard()
-			d.txn = nil
-			d.state.Begin(nil)
-			d.reset()
-			d.failed = true
-			d.dropProducer()
-			e.rewind()
-			return
-		}
-		d.txn = nil
-		d.state.Begin(nil)
-		d.keep.committed(e, began)
+	d.reset()
+}
+
+// commitTransaction adds the offsets to the open transaction and commits
+// it, within one commit deadline. The member's next join is held off
+// until release is called (after the commit's observers and apply); on
+// failure, step names what failed.
+func (d *driver) commitTransaction() (release func(), step string, err error) {
+	e := d.e
+	release = func() {}
+	if err := d.p.Err(); err != nil {
+		e.m.commitFailures.WithLabelValues("produce").Inc()
+		return release, "produce", err
 	}
+	if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
+		h()
+	}
+	release = d.hold()
+	// One deadline for the whole commit: a coordinator that does not
+	// answer must not hold the replica (and its shutdown) for longer.
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
+	defer cancel()
+	// Every transaction proves the generation (fence.go): one opened by
+	// a wall-clock punctuator, which consumed nothing, with its tasks'
+	// positions unchanged.
+	offsets := d.offsets
+	if len(offsets) == 0 {
+		if offsets, err = d.proof(ctx); err != nil {
+			return release, "positions", err
+		}
+	}
+	if err := d.p.AddOffsets(ctx, offsets, d.s.Metadata()); err != nil {
+		return release, "add offsets", err
+	}
+	if h := e.cfg.Hooks.BeforeCommit; h != nil {
+		h()
+	}
+	if err := d.commitTxn(ctx); err != nil {
+		return release, "commit", err
+	}
+	d.fence.committed(d.offsets)
+	return release, "", nil
+}
+
+// commitOffsets ends an at-least-once interval: the outputs are flushed,
+// then the offsets committed, within one commit deadline.
+func (d *driver) commitOffsets() (release func(), step string, err error) {
+	e := d.e
+	release = func() {}
+	if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
+		h()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
+	defer cancel()
+	if err := d.p.Flush(ctx); err != nil {
+		return release, "flush", err
+	}
+	hold := d.hold()
+	err = d.p.CommitOffsets(ctx, d.offsets, d.s.Metadata())
+	hold()
+	if err != nil {
+		return release, "commit offsets", err
+	}
+	return release, "", nil
+}
+
+// apply writes a committed transaction's state to the local store; false
+// when it did not, and the session processes nothing more (a test's
+// BeforeApply hook) or rewinds to restore the tail from the changelog.
+func (d *driver) apply(began time.Time) bool {
+	e := d.e
+	if h := e.cfg.Hooks.BeforeApply; h != nil && !h() {
+		d.discard()
+		d.failed = true // as if crashed: process nothing more
+		return false
+	}
+	if err := d.applyState(); err != nil {
+		// Kafka has the transaction; local state does not. The next
+		// session restores the tail from the changelog. The producer
+		// is created again first: its InitProducerId waits until the
+		// commit markers are written, as a new owner's restore does.
+		e.log.Warn("state apply failed after commit; recreating the producer and rewinding to restore", "error", err)
+		d.discard()
+		d.failed = true
+		d.dropProducer()
+		e.rewind()
+		return false
+	}
+	d.txn = nil
+	d.state.Begin(nil)
+	d.keep.committed(e.restorer, began)
+	return true
+}
+
+// discard drops the local state transaction and the interval.
+func (d *driver) discard() {
+	d.txn.Discard()
+	d.txn = nil
+	d.state.Begin(nil)
 	d.reset()
 }
 
@@ -211,18 +224,18 @@ func newTally() tally {
 	return tally{in: map[string]int{}, out: map[string]int{}, rejected: map[string]int{}}
 }
 
-func (t tally) count(e *Engine) {
+func (t tally) count(m *metrics, rejected string) {
 	for task, n := range t.in {
-		e.m.recordsIn.WithLabelValues(task).Add(float64(n))
+		m.recordsIn.WithLabelValues(task).Add(float64(n))
 	}
 	for topic, n := range t.out {
-		if topic == e.rejected {
+		if topic == rejected {
 			continue
 		}
-		e.m.recordsOut.WithLabelValues(topic).Add(float64(n))
+		m.recordsOut.WithLabelValues(topic).Add(float64(n))
 	}
 	for reason, n := range t.rejected {
-		e.m.rejected.WithLabelValues(reason).Add(float64(n))
+		m.rejected.WithLabelValues(reason).Add(float64(n))
 	}
 	t.clear()
 }
@@ -238,21 +251,18 @@ func (t tally) clear() {
 // aborts the transaction on the broker) and rewinds the session.
 func (d *driver) fail(step string, err error) {
 	e := d.e
-	e.progress.aborted()
 	timedOut := errors.Is(err, kafka.ErrCallTimeout)
 	state := kafka.TxnReady
 	if e.cfg.ExactlyOnce && !timedOut {
 		// An abandoned producer is not asked: sarama's call still holds it.
 		state = d.p.State()
 	}
+	d.notifyAborted(abortInfo{step: step, err: err, state: state, timedOut: timedOut, age: time.Since(d.started)})
 	if timedOut {
-		e.sizeTransactions(1, e.cfg.Timeouts.Commit, time.Since(d.started))
-		e.m.commitTimeouts.Inc()
 		e.log.Warn("transaction step timed out; dropping the producer and rewinding", "step", step, "deadline", e.cfg.Timeouts.Commit, "error", err)
 	} else {
 		e.log.Warn("transaction failed; rewinding", "step", step, "state", state, "error", err)
 	}
-	e.m.commitFailures.WithLabelValues(state.String()).Inc()
 	drop := errors.Is(err, errUnknownOutcome) || kafka.IsFenced(err) || timedOut
 	if e.cfg.ExactlyOnce && !drop {
 		switch state {
@@ -283,8 +293,7 @@ func (d *driver) fail(step string, err error) {
 	} else {
 		d.p.Reset()
 	}
-	e.m.transactions.WithLabelValues("aborted").Inc()
-	stop := e.repeats.failed(d.starts, step, err)
+	stop := e.commits.repeats.failed(d.starts, step, err)
 	d.reset()
 	d.failed = true
 	if stop != nil {

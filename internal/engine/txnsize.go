@@ -89,7 +89,7 @@ func (e *Engine) commitPressure(took, age time.Duration) float64 {
 // sizeTransactions adapts the transaction size to a commit's pressure,
 // and counts, logs and exports a change.
 func (e *Engine) sizeTransactions(pressure float64, took, age time.Duration) {
-	s := &e.size
+	s := &e.commits.size
 	switch s.observe(pressure) {
 	case -1:
 		e.m.txnShrinks.Inc()

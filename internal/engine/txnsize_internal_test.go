@@ -80,7 +80,7 @@ func TestCommitPressureShrinksTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &Engine{cfg: Config{Timeouts: kafka.Timeouts{Transaction: 8 * time.Second, Commit: 4 * time.Second}}, m: m,
-		log: hclog.NewNullLogger(), size: newTxnSize(1000, time.Second)}
+		log: hclog.NewNullLogger(), commits: commitWatch{size: newTxnSize(1000, time.Second)}}
 	for _, c := range []struct {
 		took, age time.Duration
 		want      float64
