@@ -158,21 +158,21 @@ CLUSTER_TESTS ?= TestRestoreWaitsForOpenChangelogTransaction|TestRestoreIncludes
 test-cluster:
 	@scripts/with-cluster.sh scripts/test-kafka.sh -run '$(CLUSTER_TESTS)' -v ./internal/engine/
 
-# ci-cluster: both on one cluster (what .ci/run runs): the tests, then a
-# 3-minute chaos run of the orders topology.
+# ci-cluster: all on one cluster (what .ci/run runs): the tests, then a
+# 3-minute chaos run of the orders topology, then one of the allstages
+# topology (see chaos-allstages-cluster).
 CI_CHAOS_DURATION ?= 180s
 ci-cluster: build
-	@scripts/with-cluster.sh sh -c 'scripts/test-kafka.sh -run '"'"'$(CLUSTER_TESTS)'"'"' ./internal/engine/ && bin/onceflow chaos --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CI_CHAOS_DURATION) $(CHAOS_ARGS)'
+	@scripts/with-cluster.sh sh -c 'scripts/test-kafka.sh -run '"'"'$(CLUSTER_TESTS)'"'"' ./internal/engine/ && bin/onceflow chaos --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CI_CHAOS_DURATION) $(CHAOS_ARGS) && $(ALLSTAGES_CHAOS)'
 
 # chaos-allstages-cluster: the allstages topology (every kind of stage, sinks
 # delivered to a receiver that is not idempotent, operator commands among the
 # faults, parked deliveries settled in batches before the verdict) at 200
 # events/s on a cluster of its own. It waits ALLSTAGES_DRAIN after its faults,
-# twice: for its input to be committed, then for its sinks to settle. Not in
-# .ci/run yet: on a loaded machine the sink runners come out of the faults
-# with an outbox backlog they do not deliver within the drain (see
-# benchmarks/results/2026-12-04-chaos-allstages).
+# twice: for its input to be committed, then for its sinks to settle (runs
+# and their backlogs: benchmarks/results/2026-12-04-chaos-allstages).
 ALLSTAGES_DURATION ?= 180s
 ALLSTAGES_DRAIN ?= 5m
+ALLSTAGES_CHAOS = bin/onceflow chaos --topology allstages --rate 200 --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(ALLSTAGES_DURATION) --drain-timeout $(ALLSTAGES_DRAIN) $(CHAOS_ARGS)
 chaos-allstages-cluster: build
-	@scripts/with-cluster.sh sh -c 'bin/onceflow chaos --topology allstages --rate 200 --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(ALLSTAGES_DURATION) --drain-timeout $(ALLSTAGES_DRAIN) $(CHAOS_ARGS)'
+	@scripts/with-cluster.sh sh -c '$(ALLSTAGES_CHAOS)'
