@@ -51,14 +51,15 @@ func TestFencedProducerIsRecreated(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, "the replica to take in the new input", 60*time.Second, func() bool { return a.E.Stats().RecordsIn > 1000 })
 	intruder, err := kafka.NewProducer(kafka.Client{Brokers: env.Brokers}, kafka.Timeouts{}, app+"-a", false, 0)
 	if err != nil {
 		t.Fatalf("intruding producer: %v", err)
 	}
 	intruder.Close()
 	waitFor(t, "the replica to recreate its producer", 60*time.Second, func() bool { return a.E.Stats().ProducerRecreations >= 1 })
-	time.Sleep(200 * time.Millisecond)
+	recreated := a.E.Stats().RecordsIn
+	waitFor(t, "input through the new producer", 60*time.Second, func() bool { return a.E.Stats().RecordsIn > recreated })
 	close(stop)
 	n := <-produced
 	env.WaitCount(out, n, 60*time.Second)
