@@ -48,7 +48,7 @@ func TestFencedProducerIsRecreated(t *testing.T) {
 			}
 			env.Produce(in, n, 100)
 			n += 100
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the load's pace, not a wait
 		}
 	}()
 	waitFor(t, "the replica to take in the new input", 60*time.Second, func() bool { return a.E.Stats().RecordsIn > 1000 })
