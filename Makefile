@@ -123,9 +123,9 @@ compose-check:
 # scripts/install-mermaid.sh fetches (npm package mermaid).
 test-browser:
 	ONCEFLOW_CHROMIUM="$$(scripts/install-chromium.sh | tail -n 1)" && export ONCEFLOW_CHROMIUM && \
-	$(GO) test -tags browser -count=1 -run TestStatusPageInBrowser ./processor $(if $(UPDATE),-args -update-screenshot)
+	GO=$(GO) scripts/test-tagged.sh browser ./processor $(if $(UPDATE),-args -update-screenshot)
 	ONCEFLOW_MERMAID_JS="$${ONCEFLOW_MERMAID_JS:-$$(scripts/install-mermaid.sh | tail -n 1)}" && export ONCEFLOW_MERMAID_JS && \
-	$(GO) test -tags browser -count=1 -run TestMermaidRenders ./topology
+	GO=$(GO) scripts/test-tagged.sh browser ./topology
 
 # onceflow chaos: three replicas under random SIGKILLs, SIGSTOP pauses past
 # the session timeout and (on a cluster) broker kill -9s, then a
@@ -154,16 +154,18 @@ chaos-cluster: build
 # written; a commit against a hung transaction coordinator, and a stop during
 # one; a killed owner, then two moves) and the transaction coordinator's
 # kill -9, where markers are written by other brokers than the coordinator.
-CLUSTER_TESTS ?= TestRestoreWaitsForOpenChangelogTransaction|TestRestoreIncludesCommitsBehindADeadProducersTransaction|TestFailedApplyRecreatesTheProducer|TestHungCoordinatorCommitTimesOut|TestStopWithHungCoordinatorIsBounded|TestKilledOwnerThenTwoMovesKeepCountsOnRealKafka|TestTxnCoordinatorKillOnCluster
+# They are the tests of the files tagged `cluster` (written `cluster ||
+# !cluster`, so that make test and make test-kafka run them too);
+# `scripts/test-tagged.sh -n cluster` lists them.
 test-cluster:
-	@scripts/with-cluster.sh scripts/test-kafka.sh -run '$(CLUSTER_TESTS)' -v ./internal/engine/
+	@scripts/with-cluster.sh scripts/test-tagged.sh cluster -v
 
 # ci-cluster: all on one cluster (what .ci/run runs): the tests, then a
 # 3-minute chaos run of the orders topology, then one of the allstages
 # topology (see chaos-allstages-cluster).
 CI_CHAOS_DURATION ?= 180s
 ci-cluster: build
-	@scripts/with-cluster.sh sh -c 'scripts/test-kafka.sh -run '"'"'$(CLUSTER_TESTS)'"'"' ./internal/engine/ && bin/onceflow chaos --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CI_CHAOS_DURATION) $(CHAOS_ARGS) && $(ALLSTAGES_CHAOS)'
+	@scripts/with-cluster.sh sh -c 'scripts/test-tagged.sh cluster && bin/onceflow chaos --cluster-dir "$$ONCEFLOW_KAFKA_CLUSTER_DIR" --duration $(CI_CHAOS_DURATION) $(CHAOS_ARGS) && $(ALLSTAGES_CHAOS)'
 
 # chaos-allstages-cluster: the allstages topology (every kind of stage, sinks
 # delivered to a receiver that is not idempotent, operator commands among the

@@ -92,7 +92,7 @@ func TestMetricsMatchTheDocumentedList(t *testing.T) {
 			Headers: []kgo.RecordHeader{{Key: "event-id", Value: []byte(e.EventID)}}})
 	}
 	env.ProduceRecords(recs...)
-	waitUntil(t, "6 records processed", 60*time.Second, func() bool { return p.Status().Stats.RecordsIn == 6 })
+	enginetest.WaitFor(t, "6 records processed", 60*time.Second, func() bool { return p.Status().Stats.RecordsIn == 6 })
 
 	_, body := srv.get("/metrics")
 	parser := expfmt.NewTextParser(model.UTF8Validation)

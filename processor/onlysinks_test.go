@@ -62,7 +62,7 @@ func TestOnlySinksReadyAndHealthDescribeTheRunner(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	waitUntil(t, "ready", 30*time.Second, p.Ready)
+	enginetest.WaitFor(t, "ready", 30*time.Second, p.Ready)
 	if err := p.Health(); err != nil {
 		t.Errorf("Health while delivering: %v", err)
 	}
@@ -74,7 +74,7 @@ func TestOnlySinksReadyAndHealthDescribeTheRunner(t *testing.T) {
 		env.ProduceRecords(rs...)
 	}
 	produce(10)
-	waitUntil(t, "10 deliveries", 30*time.Second, func() bool { return delivered.Load() == 10 })
+	enginetest.WaitFor(t, "10 deliveries", 30*time.Second, func() bool { return delivered.Load() == 10 })
 	time.Sleep(2 * stall) // idle, nothing held: no stall
 	if err := p.Health(); err != nil {
 		t.Errorf("Health while idle: %v", err)
@@ -82,7 +82,7 @@ func TestOnlySinksReadyAndHealthDescribeTheRunner(t *testing.T) {
 
 	hang.Store(true)
 	produce(5)
-	waitUntil(t, "a stall reported", 30*time.Second, func() bool { return p.Health() != nil })
+	enginetest.WaitFor(t, "a stall reported", 30*time.Second, func() bool { return p.Health() != nil })
 	t.Logf("Health: %v", p.Health())
 	if !p.Ready() {
 		t.Error("not ready while in a session")
@@ -92,23 +92,12 @@ func TestOnlySinksReadyAndHealthDescribeTheRunner(t *testing.T) {
 	}
 	hang.Store(false)
 	free()
-	waitUntil(t, "15 deliveries", 30*time.Second, func() bool { return delivered.Load() == 15 })
+	enginetest.WaitFor(t, "15 deliveries", 30*time.Second, func() bool { return delivered.Load() == 15 })
 	// The hook counts a delivery before the runner settles it, so the
 	// stall is reported until the settle lands: health must come back
 	// within a bound, not at the instant of the count.
-	waitUntil(t, "healthy once deliveries settled", 30*time.Second, func() bool { return p.Health() == nil })
+	enginetest.WaitFor(t, "healthy once deliveries settled", 30*time.Second, func() bool { return p.Health() == nil })
 	if delivered.Load() != 15 {
 		t.Errorf("deliveries: %d, want 15 (each once)", delivered.Load())
-	}
-}
-
-func waitUntil(t *testing.T, what string, within time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s within %v", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -37,13 +37,7 @@ func TestSecondReplicaOnOneStateDirIsRefused(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !first.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("first replica never ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	enginetest.WaitFor(t, "the first replica ready", 30*time.Second, first.Ready)
 	cfg.InstanceID = "r2"
 	second, err := processor.New(cfg, tp)
 	if err != nil {

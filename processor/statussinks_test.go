@@ -45,7 +45,7 @@ func TestStatusPageShowsSinks(t *testing.T) {
 	for i := range 10 {
 		env.ProduceRaw(in, fmt.Appendf(nil, "k%d", i), fmt.Appendf(nil, "v%d", i))
 	}
-	waitUntil(t, "9 deliveries and 1 dead letter", 60*time.Second, func() bool {
+	enginetest.WaitFor(t, "9 deliveries and 1 dead letter", 60*time.Second, func() bool {
 		s := p.Status().Sinks
 		return len(s) == 1 && s[0].Succeeded == 9 && s[0].DeadLettered == 1
 	})

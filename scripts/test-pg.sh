@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tests that need PostgreSQL (the database sink), against a real server.
 #
-#   scripts/test-pg.sh                  ./sinks/... and the runner's PostgreSQL tests (go test flags and other packages work too)
+#   scripts/test-pg.sh                  ./sinks/... and the runner's PostgreSQL tests (files tagged `pg`)
+#   scripts/test-pg.sh ./pkg [flags]    go test -race of those packages
 #   scripts/test-pg.sh -- make test     any command, with ONCEFLOW_PG_DSN set
 #
 # With ONCEFLOW_PG_DSN set, the tests use that server and nothing is
@@ -34,6 +35,6 @@ fi
 if [ $# -eq 0 ]; then
 	# The sinks, then the runner's end-to-end tests against PostgreSQL.
 	"${GO:-go}" test -race -count=1 ./sinks/...
-	set -- -tags long -run Pgsink ./internal/sinkrunner/
+	exec scripts/test-tagged.sh pg ./internal/sinkrunner
 fi
 "${GO:-go}" test -race -count=1 "$@"

@@ -38,4 +38,5 @@ export ONCEFLOW_REGISTRY_URL
 log "ONCEFLOW_REGISTRY_URL=$ONCEFLOW_REGISTRY_URL tags=$tags"
 go test -count=1 -tags "$tags" "$@" ./serde/registry
 # A topology through the registry on the embedded broker.
-go test -count=1 -tags registry -run 'RealRegistry' "$@" ./internal/engine
+# Its tests are those of the files tagged registry there.
+scripts/test-tagged.sh registry ./internal/engine "$@"

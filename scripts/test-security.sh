@@ -32,7 +32,8 @@ log "ONCEFLOW_SECURE_ENV=$ONCEFLOW_SECURE_ENV"
 
 # As in scripts/test-kafka.sh: go test in a process group of its own, ended
 # with SIGTERM on INT or TERM; the EXIT trap then stops a broker started here.
-[ $# -gt 0 ] || set -- -run "^TestSecur"
+# By default the tests of the files tagged kafkasecure.
+[ $# -gt 0 ] || set -- -run "$(scripts/test-tagged.sh -r kafkasecure ./cmd/onceflow)"
 setsid "${GO:-go}" test -v -count=1 -tags kafkasecure -timeout 20m "$@" ./cmd/onceflow &
 gopid=$!
 trap 'kill -TERM -- "-$gopid" 2>/dev/null || true' INT TERM

@@ -199,7 +199,7 @@ func crashChild(spec string) {
 	for i := 0; ; i++ {
 		if i == killAfter {
 			go func() {
-				time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+				time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond) // the fault: a kill at a random moment
 				p, _ := os.FindProcess(os.Getpid())
 				_ = p.Kill()
 			}()

@@ -159,7 +159,7 @@ func mergeCountRun(t *testing.T, brokers []string, initial int) {
 		case 5:
 			replicas[0].kill(t)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the chunks' pace, spread over the group's changes
 	}
 	total := 2 * keys * perKey
 	waitOutput(t, brokers, out, total, 4*time.Minute)

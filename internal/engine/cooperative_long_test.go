@@ -125,7 +125,7 @@ func TestCooperativeRebalanceKeepsStayingTasksCommitting(t *testing.T) {
 			}
 			env.ProduceRecords(rs...)
 			n++
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the load's pace, not a wait
 		}
 	}()
 	defer stopLoad()
@@ -137,7 +137,7 @@ func TestCooperativeRebalanceKeepsStayingTasksCommitting(t *testing.T) {
 	w := watchCommits(env, app, a, b)
 	defer w.finish()
 	quietFrom := time.Now()
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // the window the gaps are measured in
 	quiet, _ := w.longestGap(partitionsOf(r1), quietFrom, time.Now())
 
 	// A replica joins.
@@ -146,7 +146,7 @@ func TestCooperativeRebalanceKeepsStayingTasksCommitting(t *testing.T) {
 	waitFor(t, "r2 to take its tasks and process", 90*time.Second, func() bool {
 		return len(partitionsOf(r2)) == 6 && len(partitionsOf(r1)) == 6 && r2.E.Stats().RecordsIn > 500
 	})
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // the window the gaps are measured in
 	stayed := partitionsOf(r1)
 	joinGap, joinWhich := w.longestGap(stayed, joinAt, time.Now())
 

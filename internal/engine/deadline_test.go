@@ -1,4 +1,7 @@
-//go:build !race
+//go:build !race && (cluster || !cluster)
+
+// `make test-cluster` runs this file's tests on three brokers too: the tag
+// marks the file for scripts/test-tagged.sh, the constraint always holds.
 
 // These tests hang sarama's transactional producer on purpose; on its
 // error paths sarama has a data race of its own (see

@@ -13,13 +13,7 @@ import (
 
 func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	enginetest.WaitFor(t, what, within, cond)
 }
 
 func recv(t *testing.T, what string, ch <-chan struct{}, within time.Duration) {

@@ -1,4 +1,7 @@
-//go:build kafka
+//go:build kafka && (cluster || !cluster)
+
+// `make test-cluster` runs this file's tests on three brokers too: the tag
+// marks the file for scripts/test-tagged.sh, the constraint always holds.
 
 package engine_test
 

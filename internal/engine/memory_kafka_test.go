@@ -33,7 +33,7 @@ type slowConn struct {
 
 func (c slowConn) Write(b []byte) (int, error) {
 	if len(b) >= 6 && c.keys[int16(binary.BigEndian.Uint16(b[4:6]))] {
-		time.Sleep(c.delay)
+		time.Sleep(c.delay) // the fault: a slow link
 	}
 	return c.Conn.Write(b)
 }

@@ -48,17 +48,18 @@ func TestFencedProducerIsRecreated(t *testing.T) {
 			}
 			env.Produce(in, n, 100)
 			n += 100
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the load's pace, not a wait
 		}
 	}()
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, "the replica to take in the new input", 60*time.Second, func() bool { return a.E.Stats().RecordsIn > 1000 })
 	intruder, err := kafka.NewProducer(kafka.Client{Brokers: env.Brokers}, kafka.Timeouts{}, app+"-a", false, 0)
 	if err != nil {
 		t.Fatalf("intruding producer: %v", err)
 	}
 	intruder.Close()
 	waitFor(t, "the replica to recreate its producer", 60*time.Second, func() bool { return a.E.Stats().ProducerRecreations >= 1 })
-	time.Sleep(200 * time.Millisecond)
+	recreated := a.E.Stats().RecordsIn
+	waitFor(t, "input through the new producer", 60*time.Second, func() bool { return a.E.Stats().RecordsIn > recreated })
 	close(stop)
 	n := <-produced
 	env.WaitCount(out, n, 60*time.Second)

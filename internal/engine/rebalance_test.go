@@ -25,7 +25,7 @@ func startLoad(env *enginetest.Env, topic string, from, chunk int) *loader {
 			}
 			env.Produce(topic, n, chunk)
 			n += chunk
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // the load's pace, not a wait
 		}
 	}()
 	return l

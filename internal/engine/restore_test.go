@@ -1,3 +1,8 @@
+//go:build cluster || !cluster
+
+// `make test-cluster` runs this file's tests on three brokers too: the tag
+// marks the file for scripts/test-tagged.sh, the constraint always holds.
+
 package engine_test
 
 import (

@@ -39,7 +39,7 @@ func TestSlowCommitsShrinkTransactions(t *testing.T) {
 		c.KeepControl()
 		if r := req.(*kmsg.EndTxnRequest); r.TransactionalID == app+"-r1" && r.Commit && held.Load() < slow {
 			held.Add(1)
-			c.SleepControl(func() { time.Sleep(600 * time.Millisecond) })
+			c.SleepControl(func() { time.Sleep(600 * time.Millisecond) }) // the fault: a slow commit
 		}
 		return nil, nil, false
 	})

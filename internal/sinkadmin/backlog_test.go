@@ -73,19 +73,15 @@ func TestSinkBacklogIsVisible(t *testing.T) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		enginetest.WaitFor(t, what, 20*time.Second, cond)
 	}
 
-	// Delivered in several transactions: every one leaves a marker.
+	// Delivered in several transactions (each batch delivered before the
+	// next is written): every one leaves a marker.
 	for i := range 4 {
 		env.Produce(in, i*50, 50)
-		time.Sleep(100 * time.Millisecond)
+		n := int64((i + 1) * 50)
+		waitFor("the batch delivered", func() bool { return delivered.Load() >= n })
 	}
 	waitFor("200 deliveries", func() bool { return delivered.Load() >= 200 })
 	var last verify.Progress
@@ -107,9 +103,18 @@ func TestSinkBacklogIsVisible(t *testing.T) {
 	if err := <-ran; err != nil {
 		t.Fatalf("runner: %v", err)
 	}
-	for i := range 3 {
+	for i := range 3 { // in several transactions, as above
 		env.Produce(in, 200+i*50, 50)
-		time.Sleep(100 * time.Millisecond)
+		end := env.EndOffsets(in)
+		waitFor("the batch committed", func() bool {
+			got := env.CommittedOffsets(app, in)
+			for p, o := range end {
+				if got[p] < o {
+					return false
+				}
+			}
+			return true
+		})
 	}
 	if _, err := verify.WaitCaughtUp(ctx, env.Brokers, app, in, 50*time.Millisecond, nil); err != nil {
 		t.Fatal(err)

@@ -70,13 +70,7 @@ func (b *broken) counts(key string) (calls, effects int) {
 // until polls cond for up to 30 s.
 func until(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s: %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	enginetest.WaitFor(t, what, 30*time.Second, cond)
 }
 
 // ledgerState reads a delivery's state from the ledger changelog.

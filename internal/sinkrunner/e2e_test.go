@@ -246,7 +246,7 @@ func TestEndToEndKilledRunner(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // a second call would come now
 	_, lcalls := legacy.snapshot()
 	for _, r := range env.Read(app + "-sink-legacy") {
 		key := r.Headers["onceflow-idempotency-key"]

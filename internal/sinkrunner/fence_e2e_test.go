@@ -47,7 +47,7 @@ func (s *effectSink) Deliver(_ context.Context, d sinks.Delivery) error {
 	n := s.calls
 	s.e.mu.Unlock()
 	if n == s.stall {
-		time.Sleep(s.hold)
+		time.Sleep(s.hold) // the fault: a delivery that stalls
 		close(s.held)
 	}
 	s.e.mu.Lock()

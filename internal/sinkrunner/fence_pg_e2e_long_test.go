@@ -1,4 +1,7 @@
-//go:build long
+//go:build long && (pg || !pg)
+
+// `make test-pg` runs this file's tests against PostgreSQL: the tag marks the
+// file for scripts/test-tagged.sh, the constraint holds wherever `long` does.
 
 // Slow fault, timeout and eviction tests: make test-long runs them, make test does not.
 

@@ -49,13 +49,7 @@ func (s *countingSink) snapshot() map[string]int {
 
 func waitFor(t *testing.T, what string, within time.Duration, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	enginetest.WaitFor(t, what, within, ok)
 }
 
 // The runner deletes outbox records below the offsets it committed, once

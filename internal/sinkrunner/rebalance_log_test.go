@@ -2,6 +2,7 @@ package sinkrunner_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,13 +54,7 @@ func TestRoutineRunnerRebalancesAreNoWarning(t *testing.T) {
 	})
 	waitDelivered := func(n int64) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for delivered.Load() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d deliveries after 60s, want %d", delivered.Load(), n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		enginetest.WaitFor(t, fmt.Sprintf("%d deliveries", n), 60*time.Second, func() bool { return delivered.Load() >= n })
 	}
 	r1, r2 := start("r1"), start("r2")
 	env.Produce(in, 0, 200)

@@ -26,13 +26,7 @@ func TestRunnerKeepsDeadLettersForever(t *testing.T) {
 	orders := topology.Source(tp, env.Name("orders"), serde.String(), serde.String())
 	topology.ToSink(orders, "hook", sinks.Func(func(context.Context, sinks.Delivery) error { return nil }), serde.String(), nil)
 	rn := startRunner(t, env, app, "r1", tp)
-	deadline := time.Now().Add(60 * time.Second)
-	for !rn.r.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("runner not in a session after 60s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	enginetest.WaitFor(t, "the runner in a session", 60*time.Second, rn.r.Ready)
 	for _, name := range []string{"retention.ms", "retention.bytes"} {
 		if v := env.TopicConfig(dlq, name); v != "-1" {
 			t.Errorf("%s: %s=%s, want -1", dlq, name, v)

@@ -213,7 +213,7 @@ func TestReadAllWaitsForTransactionOpenAtTheStart(t *testing.T) {
 	defer open.Close()
 	committed := make(chan error, 1)
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // the scenario: still open when ReadAll starts
 		committed <- open.EndTransaction(e.ctx, kgo.TryCommit)
 	}()
 
