@@ -44,7 +44,7 @@ var forbidden = []forbid{
 	{
 		from:   []string{"internal/kafka/..."},
 		never:  append([]string{"internal/graph/...", "internal/taskstate/...", "internal/engine/..."}, publicPackages...),
-		reason: "the Kafka seam moves bytes and headers (internal/record); it does not know the graph or the state",
+		reason: "the Kafka seam moves bytes and headers (internal/wire); it does not know the graph or the state",
 	},
 	{
 		from:   publicPackages,
