@@ -47,6 +47,11 @@ var forbidden = []forbid{
 		reason: "the Kafka seam moves bytes and headers (internal/wire); it does not know the graph or the state",
 	},
 	{
+		from:   []string{"internal/kafka/..."},
+		never:  []string{"internal/clientcfg/..."},
+		reason: "the replica sets up its own clients; the tooling's clients check it from the outside and share none of its code",
+	},
+	{
 		from:   publicPackages,
 		never:  []string{"benchmarks/...", "cmd/..."},
 		reason: "what a user imports must not drag in the benchmark harness or the CLI",
