@@ -34,7 +34,7 @@ test-long:
 # checks are listed, with reasons, in staticcheck.conf. The import rules
 # (which layer may import which) are a test, internal/archtest. The kafka
 # build tag brings the real-Kafka tests into vet and staticcheck, the chaos
-# tag the allstages chaos test (internal/chaos, run with -tags chaos), the
+# tag the allstages chaos test (cmd/onceflow/internal/chaos, run with -tags chaos), the
 # long tag the tests of `make test-long`, the registry and confluent tags
 # the tests of make test-registry.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2

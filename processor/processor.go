@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/onceflow/onceflow/internal/compile"
 	"net"
 	"regexp"
 	"time"
@@ -224,7 +223,7 @@ func New(cfg Config, t *topology.Topology) (*Processor, error) {
 		errs = append(errs, errors.New("processor: topology is nil"))
 	} else {
 		var err error
-		if g, err = compile.Graph(t); err != nil {
+		if g, err = graph.Compile(t); err != nil {
 			errs = append(errs, fmt.Errorf("processor: %w", err))
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/onceflow/onceflow/internal/compile"
+	"github.com/onceflow/onceflow/internal/graph"
 
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
@@ -106,7 +106,7 @@ func TestCompileSubTopologies(t *testing.T) {
 		topology.To(doubled, "orders-doubled", serde.String(), serde.Int64())
 		topology.To(b, "orders-doubled", serde.String(), serde.Int64())
 	})
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/compile"
-
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
@@ -65,7 +63,7 @@ var ts0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 // the record through the graph.
 func push(t *testing.T, tp *topology.Topology, in graph.Input, key, value []byte) ([]emitted, error) {
 	t.Helper()
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -230,7 +228,7 @@ func TestSourceDecodeErrors(t *testing.T) {
 		in := topology.Source(tp, "in", serde.Int64(), serde.JSON[map[string]int]())
 		topology.To(in, "out", serde.Int64(), serde.JSON[map[string]int]())
 	})
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +330,7 @@ func TestRunErrors(t *testing.T) {
 // An Emit failure comes back from Run; it is the runtime's, not a node's.
 func TestRunEmitError(t *testing.T) {
 	tp := build(t, "emit", copyTopology)
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceflow/onceflow/internal/compile"
+	"github.com/onceflow/onceflow/internal/graph"
 
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
@@ -23,7 +23,7 @@ func TestThroughValidates(t *testing.T) {
 	if err := tp.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/compile"
+	"github.com/onceflow/onceflow/internal/graph"
 
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
@@ -298,7 +298,7 @@ func TestValidate(t *testing.T) {
 				}
 			}
 			// Compile reports the same problems and returns no graph.
-			g, cerr := compile.Graph(tp)
+			g, cerr := graph.Compile(tp)
 			if (cerr == nil) != (err == nil) {
 				t.Fatalf("Compile error %v, Validate error %v", cerr, err)
 			}
@@ -329,7 +329,7 @@ func TestNilTopology(t *testing.T) {
 	if err := tp.Validate(); err == nil || err.Error() != "topology: nil topology" {
 		t.Fatalf("Validate() on nil = %v, want \"topology: nil topology\"", err)
 	}
-	if _, err := compile.Graph(tp); err == nil {
+	if _, err := graph.Compile(tp); err == nil {
 		t.Fatal("Compile() on nil: want an error")
 	}
 	if got, want := tp.Describe(), "topology <nil>\n  problems:\n    - topology: nil topology\n"; got != want {

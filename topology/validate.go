@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/graph"
 )
 
@@ -89,7 +88,7 @@ func (t *Topology) Validate() error {
 }
 
 func init() {
-	compile.Register(func(t any) (*graph.Graph, error) {
+	graph.RegisterCompiler(func(t any) (*graph.Graph, error) {
 		tp, ok := t.(*Topology)
 		if !ok || tp == nil {
 			return nil, errors.New("topology: nil topology")
@@ -99,7 +98,7 @@ func init() {
 }
 
 // compile validates the topology and returns its executable form, for the
-// runtime (through internal/compile); users call Validate or Describe.
+// runtime (through graph.Compile); users call Validate or Describe.
 func (t *Topology) compile() (*graph.Graph, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err

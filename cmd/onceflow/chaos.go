@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/chaos"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/chaos"
 )
 
 // ChaosCmd is `onceflow chaos`.

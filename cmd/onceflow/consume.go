@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 
-	"github.com/onceflow/onceflow/internal/consume"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/consume"
 )
 
 // ConsumeCmd is `onceflow consume`.

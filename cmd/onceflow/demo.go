@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/demo"
 	kit "github.com/onceflow/onceflow/internal/cli"
-	"github.com/onceflow/onceflow/internal/demo"
 )
 
 // DemoCmd is `onceflow demo`.

@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/json"
 
-	"github.com/onceflow/onceflow/internal/groups"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/groups"
 )
 
 // GroupsCmd is `onceflow groups`.

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/groups"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/groups"
 )
 
 // onceflow groups describe shows a group's committed offsets and lag per

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/onceflow/onceflow/internal/reset"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/reset"
 )
 
 // ResetCmd is `onceflow reset`.

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/reset"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/reset"
 	"github.com/onceflow/onceflow/internal/statedir"
 )
 

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/topics"
 	"github.com/onceflow/onceflow/internal/embedded"
-	"github.com/onceflow/onceflow/internal/topics"
 	"github.com/onceflow/onceflow/internal/wire"
 )
 

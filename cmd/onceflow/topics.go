@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/onceflow/onceflow/internal/topics"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/topics"
 )
 
 // TopicsCmd is `onceflow topics`.

@@ -14,7 +14,10 @@
 //     sarama copy loop the benchmark measures as the client's floor.
 //   - internal/kafka never imports internal/graph, internal/taskstate,
 //     internal/engine or a public package: the seam moves bytes and headers
-//     (internal/record), it does not know what a topology is.
+//     (internal/wire), it does not know what a topology is.
+//   - internal/kafka never imports internal/clientcfg: the replica sets up
+//     its own clients (TLS, SASL), and the tooling's clients, which check it
+//     from the outside, share none of its code.
 //   - no public package (topology, serde, processor, statestore, sinks)
 //     imports benchmarks or cmd: what a user imports must not drag in the
 //     harness or the CLI.

@@ -44,7 +44,12 @@ var forbidden = []forbid{
 	{
 		from:   []string{"internal/kafka/..."},
 		never:  append([]string{"internal/graph/...", "internal/taskstate/...", "internal/engine/..."}, publicPackages...),
-		reason: "the Kafka seam moves bytes and headers (internal/record); it does not know the graph or the state",
+		reason: "the Kafka seam moves bytes and headers (internal/wire); it does not know the graph or the state",
+	},
+	{
+		from:   []string{"internal/kafka/..."},
+		never:  []string{"internal/clientcfg/..."},
+		reason: "the replica sets up its own clients; the tooling's clients check it from the outside and share none of its code",
 	},
 	{
 		from:   publicPackages,

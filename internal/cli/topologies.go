@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/compile"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/verify"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -99,7 +99,7 @@ func (c *VerifyCmd) Run(env *Env, ts Topologies) error {
 	if appID == "" {
 		appID = t.Name()
 	}
-	g, err := compile.Graph(t)
+	g, err := graph.Compile(t)
 	if err != nil {
 		return err
 	}

@@ -5,13 +5,12 @@ import (
 	"testing"
 	"time"
 
-	compiler "github.com/onceflow/onceflow/internal/compile"
-
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/examples/orders"
 	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/gen"
+	"github.com/onceflow/onceflow/internal/graph"
 )
 
 // BenchmarkCopy measures one replica copying pre-produced records on the
@@ -59,7 +58,7 @@ func BenchmarkOrders(b *testing.B) {
 			cfg.StateDir = b.TempDir()
 			cfg.CommitInterval = 100 * time.Millisecond
 			cfg.CommitRecords = 10000
-			g, err := compiler.Graph(orders.Topology(in, out))
+			g, err := graph.Compile(orders.Topology(in, out))
 			if err != nil {
 				b.Fatal(err)
 			}

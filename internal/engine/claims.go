@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/internal/promread"
 	"github.com/onceflow/onceflow/statestore"
 )
 
@@ -226,9 +225,9 @@ func (h *handler) prepare(s kafka.Session, task statestore.Task) error {
 	h.tasks.restore.Lock()
 	defer h.tasks.restore.Unlock()
 	ctx, stop := whileAssigned(s, mine)
-	e.commits.progress.restoring(true, promread.Total(e.m.restored))
+	e.commits.progress.restoring(true, total(e.m.restored))
 	err := e.restorer.restoreTasks(ctx, mine)
-	e.commits.progress.restoring(false, promread.Total(e.m.restored))
+	e.commits.progress.restoring(false, total(e.m.restored))
 	revoked := stop()
 	if err != nil || revoked {
 		if revoked && !ended(s) {

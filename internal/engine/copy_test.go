@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	compiler "github.com/onceflow/onceflow/internal/compile"
-
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
@@ -16,7 +14,7 @@ import (
 
 func compile(t *testing.T, tp *topology.Topology) *graph.Graph {
 	t.Helper()
-	g, err := compiler.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

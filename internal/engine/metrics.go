@@ -4,8 +4,6 @@ import (
 	"runtime"
 	"strconv"
 
-	"github.com/onceflow/onceflow/internal/promread"
-
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/version"
@@ -41,26 +39,26 @@ type Stats struct {
 // its metric, and Stats and /metrics agree.
 func (m *metrics) snapshot() Stats {
 	return Stats{
-		RecordsIn:           promread.Total(m.recordsIn),
-		RecordsOut:          promread.Total(m.recordsOut),
-		Rejected:            promread.Total(m.rejected),
-		Committed:           promread.Total(m.transactions.WithLabelValues("committed")),
-		Aborted:             promread.Total(m.transactions.WithLabelValues("aborted")),
-		ProducerRecreations: promread.Total(m.recreations),
-		Sessions:            promread.Total(m.rebalances),
-		Restored:            promread.Total(m.restored),
-		Wipes:               promread.Total(m.wipes),
-		Expired:             promread.Total(m.expired),
-		ChangelogRecords:    promread.Total(m.stateChanges.WithLabelValues("sent")),
-		ChangesCollapsed:    promread.Total(m.stateChanges.WithLabelValues("collapsed")),
-		Purges:              promread.Total(m.purges),
-		Dropped:             promread.Total(m.dropped),
-		RestoreWaits:        promread.Total(m.restoreWaits),
-		CommitTimeouts:      promread.Total(m.commitTimeouts),
-		TransactionShrinks:  promread.Total(m.txnShrinks),
-		TransactionGrows:    promread.Total(m.txnGrows),
-		HangingTransactions: promread.Total(m.hangingTxns),
-		HangRecoveries:      promread.Total(m.hangRecoveries),
+		RecordsIn:           total(m.recordsIn),
+		RecordsOut:          total(m.recordsOut),
+		Rejected:            total(m.rejected),
+		Committed:           total(m.transactions.WithLabelValues("committed")),
+		Aborted:             total(m.transactions.WithLabelValues("aborted")),
+		ProducerRecreations: total(m.recreations),
+		Sessions:            total(m.rebalances),
+		Restored:            total(m.restored),
+		Wipes:               total(m.wipes),
+		Expired:             total(m.expired),
+		ChangelogRecords:    total(m.stateChanges.WithLabelValues("sent")),
+		ChangesCollapsed:    total(m.stateChanges.WithLabelValues("collapsed")),
+		Purges:              total(m.purges),
+		Dropped:             total(m.dropped),
+		RestoreWaits:        total(m.restoreWaits),
+		CommitTimeouts:      total(m.commitTimeouts),
+		TransactionShrinks:  total(m.txnShrinks),
+		TransactionGrows:    total(m.txnGrows),
+		HangingTransactions: total(m.hangingTxns),
+		HangRecoveries:      total(m.hangRecoveries),
 	}
 }
 

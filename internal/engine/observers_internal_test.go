@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/internal/promread"
 )
 
 // The observers registered for a session learn of a commit and an abort
@@ -49,12 +48,12 @@ func TestCommitObservers(t *testing.T) {
 		got  int64
 		want int64
 	}{
-		"committed":   {promread.Total(m.transactions.WithLabelValues("committed")), 1},
-		"records in":  {promread.Total(m.recordsIn), 3},
-		"records out": {promread.Total(m.recordsOut), 2},
-		"rejected":    {promread.Total(m.rejected), 1},
-		"slow":        {promread.Total(m.slowCommits), 1},
-		"shrinks":     {promread.Total(m.txnShrinks), 1},
+		"committed":   {total(m.transactions.WithLabelValues("committed")), 1},
+		"records in":  {total(m.recordsIn), 3},
+		"records out": {total(m.recordsOut), 2},
+		"rejected":    {total(m.rejected), 1},
+		"slow":        {total(m.slowCommits), 1},
+		"shrinks":     {total(m.txnShrinks), 1},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s after a commit: %d, want %d", what, c.got, c.want)
@@ -72,10 +71,10 @@ func TestCommitObservers(t *testing.T) {
 		got  int64
 		want int64
 	}{
-		"aborted":  {promread.Total(m.transactions.WithLabelValues("aborted")), 1},
-		"timeouts": {promread.Total(m.commitTimeouts), 1},
-		"failures": {promread.Total(m.commitFailures), 1},
-		"shrinks":  {promread.Total(m.txnShrinks), 2},
+		"aborted":  {total(m.transactions.WithLabelValues("aborted")), 1},
+		"timeouts": {total(m.commitTimeouts), 1},
+		"failures": {total(m.commitFailures), 1},
+		"shrinks":  {total(m.txnShrinks), 2},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s after a timed-out step: %d, want %d", what, c.got, c.want)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/internal/promread"
 	"github.com/onceflow/onceflow/statestore"
 )
 
@@ -110,7 +109,7 @@ func TestRestorerResumesWipesAndRestores(t *testing.T) {
 				p, old, want.old, restored, off, want.offset, owned, now)
 		}
 	}
-	if n := promread.Total(m.wipes); n != 2 {
+	if n := total(m.wipes); n != 2 {
 		t.Errorf("wipes: %d, want 2", n)
 	}
 

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/promread"
 	"github.com/onceflow/onceflow/statestore"
 )
 
@@ -138,7 +137,7 @@ type StoreSize struct {
 // storeSizes reads the state-size gauge, sorted by store and task.
 func (e *Engine) storeSizes() []StoreSize {
 	var out []StoreSize
-	for _, m := range promread.Collect(e.m.stateBytes) {
+	for _, m := range collect(e.m.stateBytes) {
 		out = append(out, StoreSize{Store: label(m, "store"), Task: label(m, "task"), Bytes: int64(m.GetGauge().GetValue())})
 	}
 	slices.SortFunc(out, func(a, b StoreSize) int {

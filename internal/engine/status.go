@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/promread"
-
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -186,7 +184,7 @@ func (e *Engine) Status() Status {
 // partition.
 func (e *Engine) taskStatuses(now time.Time, claims map[string][]int32) ([]TaskStatus, int) {
 	lags := map[string]int64{}
-	for _, m := range promread.Collect(e.m.consumerLag) {
+	for _, m := range collect(e.m.consumerLag) {
 		lags[label(m, "topic")+"/"+label(m, "partition")] = int64(m.GetGauge().GetValue())
 	}
 	in := byLabel(e.m.recordsIn, "task")
@@ -220,7 +218,7 @@ func (p *progress) pendingSince() (map[topicPartition]time.Time, int) {
 // byLabel sums a counter vector's series by one label.
 func byLabel(c prometheus.Collector, name string) map[string]int64 {
 	out := map[string]int64{}
-	for _, m := range promread.Collect(c) {
+	for _, m := range collect(c) {
 		out[label(m, name)] += int64(m.GetCounter().GetValue())
 	}
 	return out

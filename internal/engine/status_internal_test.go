@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/internal/promread"
 )
 
 // A commit that takes more than half the transaction timeout is counted
@@ -22,7 +21,7 @@ func TestSlowCommitsCounted(t *testing.T) {
 	for _, took := range []time.Duration{time.Second, 4 * time.Second, 4100 * time.Millisecond, 7 * time.Second} {
 		e.checkCommitLatency(took)
 	}
-	if n := promread.Total(m.slowCommits); n != 2 {
+	if n := total(m.slowCommits); n != 2 {
 		t.Errorf("slow commits: %d, want 2 (4.1 s and 7 s of an 8 s timeout)", n)
 	}
 }

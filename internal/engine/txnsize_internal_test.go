@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/internal/promread"
 )
 
 // Transactions halve on each commit under pressure, down to 1/16 of the
@@ -94,7 +93,7 @@ func TestCommitPressureShrinksTransactions(t *testing.T) {
 		}
 	}
 	e.sizeTransactions(e.commitPressure(3*time.Second, 4*time.Second), 3*time.Second, 4*time.Second)
-	if n := promread.Total(m.txnShrinks); n != 1 {
+	if n := total(m.txnShrinks); n != 1 {
 		t.Errorf("shrinks: %d, want 1", n)
 	}
 	if v := gaugeValue(m.txnRecordsLimit); v != 500 {

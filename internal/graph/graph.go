@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/record"
 	"github.com/onceflow/onceflow/internal/wire"
 )
 
@@ -37,7 +36,7 @@ func (k Kind) String() string {
 
 // Header is one record header. It is defined in the leaf package record,
 // which the Kafka seam uses without importing the graph.
-type Header = record.Header
+type Header = wire.Header
 
 // Record is a record in flight between nodes.
 type Record struct {

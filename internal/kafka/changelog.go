@@ -323,13 +323,13 @@ func (r *ChangelogReader) client() (*kgo.Client, error) {
 		kgo.FetchMaxBytes(8 << 20),
 		kgo.DialTimeout(5 * time.Second),
 	}
-	sc := r.c.security()
+	tlsCfg := r.c.TLS
 	if r.c.Dial != nil {
 		// TLS runs over the connection Dial opens (dialTLS).
-		sc.TLS = nil
+		tlsCfg = nil
 		opts = append(opts, kgo.Dialer(r.c.dialTLS))
 	}
-	sec, err := sc.Options()
+	sec, err := franzSecurity(tlsCfg, r.c.SASL)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: changelog reader: %w", err)
 	}

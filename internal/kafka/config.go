@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-
-	"github.com/onceflow/onceflow/internal/clientcfg"
 )
 
 // SASL holds SASL credentials.
@@ -19,11 +17,6 @@ type SASL struct {
 	Mechanism string // "" (none), "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512", in any case
 	User      string
 	Password  string
-}
-
-// security is the same settings as the tooling clients take them.
-func (c Client) security() clientcfg.Security {
-	return clientcfg.Security{TLS: c.TLS, SASLMechanism: c.SASL.Mechanism, SASLUser: c.SASL.User, SASLPassword: c.SASL.Password}
 }
 
 // Client is what every connection to the cluster needs.
@@ -81,7 +74,7 @@ func (c Client) Validate() error {
 			errs = append(errs, fmt.Errorf("broker address %q is not host:port", b))
 		}
 	}
-	if err := c.security().Validate(); err != nil {
+	if err := c.SASL.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

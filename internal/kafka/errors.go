@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/IBM/sarama"
-
-	"github.com/onceflow/onceflow/internal/clientcfg"
 )
 
 // ErrProducerFenced means the broker fenced the transactional producer: a
@@ -81,7 +79,7 @@ func IsRefused(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrRefused) || clientcfg.IsAuthError(err) {
+	if errors.Is(err, ErrRefused) || isAuthError(err) {
 		return true
 	}
 	for _, code := range authErrors {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/onceflow/onceflow/internal/record"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // ErrFencedInstance means another live replica uses the same instance id.
@@ -24,7 +24,7 @@ type Record struct {
 	Offset    int64
 	Key       []byte
 	Value     []byte
-	Headers   []record.Header
+	Headers   []wire.Header
 	Timestamp time.Time
 }
 
@@ -484,7 +484,7 @@ func (a *adapter) handOn(ctx context.Context, claim sarama.ConsumerGroupClaim, b
 // once. Headers of one batch share one backing array.
 type converter struct {
 	keys    map[string]string
-	headers []record.Header // free room of the batch's backing array
+	headers []wire.Header // free room of the batch's backing array
 }
 
 // headerSlab is how many headers one backing array holds.
@@ -497,12 +497,12 @@ func (c *converter) convert(m *sarama.ConsumerMessage) Record {
 		return r
 	}
 	if len(c.headers) < n {
-		c.headers = make([]record.Header, max(n, headerSlab))
+		c.headers = make([]wire.Header, max(n, headerSlab))
 	}
 	hs := c.headers[:n:n] // full slice expression: appending to it copies
 	c.headers = c.headers[n:]
 	for i, h := range m.Headers {
-		hs[i] = record.Header{Key: c.key(h.Key), Value: h.Value}
+		hs[i] = wire.Header{Key: c.key(h.Key), Value: h.Value}
 	}
 	r.Headers = hs
 	return r

@@ -11,7 +11,6 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/onceflow/onceflow/internal/record"
 	"github.com/onceflow/onceflow/internal/wire"
 )
 
@@ -24,7 +23,7 @@ type Message struct {
 	Partition int32
 	Key       []byte
 	Value     []byte
-	Headers   []record.Header
+	Headers   []wire.Header
 	// Source, when set, is written as the header wire.HeaderSource after
 	// Headers, replacing any such header among them (the lineage).
 	Source    []byte

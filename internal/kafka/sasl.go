@@ -3,22 +3,19 @@ package kafka
 import (
 	"github.com/IBM/sarama"
 	"github.com/xdg-go/scram"
-
-	"github.com/onceflow/onceflow/internal/clientcfg"
 )
 
 // setSASL turns on the SASL mechanism s names (Client.Validate has
 // checked it), or leaves SASL off.
 func setSASL(cfg *sarama.Config, s SASL) {
-	sec := clientcfg.Security{SASLMechanism: s.Mechanism}
 	var hash scram.HashGeneratorFcn
-	switch sec.Mechanism() {
-	case clientcfg.MechanismPlain:
+	switch s.mechanism() {
+	case mechanismPlain:
 		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
-	case clientcfg.MechanismSCRAMSHA256:
+	case mechanismSCRAMSHA256:
 		cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
 		hash = scram.SHA256
-	case clientcfg.MechanismSCRAMSHA512:
+	case mechanismSCRAMSHA512:
 		cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
 		hash = scram.SHA512
 	default:

@@ -16,8 +16,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/testproxy"
 	"github.com/onceflow/onceflow/serde"
@@ -151,7 +151,7 @@ func runBacklog(b *testing.B, runners int) {
 		wg.Wait()
 	}()
 	start := func(name string) {
-		g, err := compile.Graph(backlogTopology(in, backlogSink{r: recv, runner: name}))
+		g, err := graph.Compile(backlogTopology(in, backlogSink{r: recv, runner: name}))
 		if err != nil {
 			b.Fatal(err)
 		}

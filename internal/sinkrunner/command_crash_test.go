@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/serde"
@@ -100,7 +100,7 @@ func TestCommandSurvivesCrash(t *testing.T) {
 	orders := topology.Source(tp, in, serde.String(), serde.String())
 	topology.ToSink(orders, "hook", hook, serde.String(), nil)
 	topology.ToSink(orders, "legacy", legacy, serde.String(), nil)
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

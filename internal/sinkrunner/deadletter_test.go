@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
@@ -42,7 +41,7 @@ func TestDeadLetterAndLedgerAtomic(t *testing.T) {
 			hook.then("bad-1", "permanent", "permanent")
 			tp := topology.New("shop")
 			topology.ToSink(topology.Source(tp, in, serde.String(), serde.String()), "hook", hook, serde.String(), nil)
-			g, err := compile.Graph(tp)
+			g, err := graph.Compile(tp)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
@@ -106,7 +106,7 @@ func startRunner(t *testing.T, env *enginetest.Env, app, instance string, tp *to
 // (nil: none).
 func startRunnerWith(t *testing.T, env *enginetest.Env, app, instance string, tp *topology.Topology, tune func(*sinkrunner.Config), setup func(*sinkrunner.Runner)) *runner {
 	t.Helper()
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestEndToEndKilledRunner(t *testing.T) {
 	topology.ToSink(orders, "hook", hook, serde.String(), nil)
 	topology.ToSink(orders, "legacy", legacy, serde.String(), nil)
 
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/testproxy"
@@ -83,7 +83,7 @@ func filledOutbox(t *testing.T, env *enginetest.Env, name string, s sinks.Sink, 
 	t.Helper()
 	app, in = env.Name(name), env.Name("in")
 	env.CreateTopic(in, 1)
-	g, err := compile.Graph(hookTopology(in, s))
+	g, err := graph.Compile(hookTopology(in, s))
 	if err != nil {
 		t.Fatal(err)
 	}

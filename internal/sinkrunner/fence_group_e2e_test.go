@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/sinks"
 )
 
@@ -58,7 +58,7 @@ func TestFenceRisesAcrossRecreatedGroup(t *testing.T) {
 	app, in := env.Name("regroup"), env.Name("in")
 	env.CreateTopic(in, 1)
 	down := &fenceLog{applied: map[string]bool{}}
-	g, err := compile.Graph(hookTopology(in, down))
+	g, err := graph.Compile(hookTopology(in, down))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
@@ -78,7 +78,7 @@ func TestFanOutThroughRepartitionDeliversEveryRecord(t *testing.T) {
 	// of a basket one after the other, in outbox order.
 	byBasket := topology.GroupByKey(split, "by-basket", serde.String(), serde.String())
 	topology.ToSink(byBasket.Stream(), "hook", hook, serde.String(), nil)
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/serde"
@@ -30,7 +30,7 @@ func TestRedriveAfterOutboxRecreated(t *testing.T) {
 	hook.then("bad-0", "permanent", "permanent") // dead-lettered, redriven, dead-lettered again
 	tp := topology.New("shop")
 	topology.ToSink(topology.Source(tp, in, serde.String(), serde.String()), "hook", hook, serde.String(), nil)
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

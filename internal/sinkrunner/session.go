@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/internal/record"
 	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/sinks"
 )
@@ -501,7 +500,7 @@ func (p *partition) unsettled() int {
 func (p *partition) wait() { p.wg.Wait() }
 
 // header returns the last value of a header.
-func header(hs []record.Header, key string) string {
+func header(hs []wire.Header, key string) string {
 	for i := len(hs) - 1; i >= 0; i-- {
 		if hs[i].Key == key {
 			return string(hs[i].Value)
@@ -721,7 +720,7 @@ func (r *Runner) ledgerFailed(p *partition, key string, err error) {
 // in the ledger, in one ledger write.
 func (r *Runner) deadLetter(ctx context.Context, p *partition, rec *kafka.Record, key string, e Entry) bool {
 	sk := p.sink
-	hs := []record.Header{
+	hs := []wire.Header{
 		{Key: sinks.HeaderIdempotencyKey, Value: []byte(key)},
 		{Key: sinks.HeaderError, Value: []byte(e.LastError)},
 		{Key: sinks.HeaderAttempts, Value: []byte(strconv.Itoa(e.Attempts))},

@@ -4,8 +4,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/onceflow/onceflow/internal/promread"
-
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -34,19 +32,19 @@ func (r *Runner) Status() []SinkStatus {
 		}
 		return s
 	}
-	for _, m := range promread.Collect(r.m.deliveries) {
+	for _, m := range collect(r.m.deliveries) {
 		get(m).Outcomes[labelOf(m, "outcome")] = int64(m.GetCounter().GetValue())
 	}
-	for _, m := range promread.Collect(r.m.backlog) {
+	for _, m := range collect(r.m.backlog) {
 		get(m).Backlog = int64(m.GetGauge().GetValue())
 	}
-	for _, m := range promread.Collect(r.m.unknown) {
+	for _, m := range collect(r.m.unknown) {
 		get(m).Unknown = int64(m.GetGauge().GetValue())
 	}
-	for _, m := range promread.Collect(r.m.retries) {
+	for _, m := range collect(r.m.retries) {
 		get(m).Retries = int64(m.GetCounter().GetValue())
 	}
-	for _, m := range promread.Collect(r.m.deadLetters) {
+	for _, m := range collect(r.m.deadLetters) {
 		get(m).DeadLetters = int64(m.GetCounter().GetValue())
 	}
 	var out []SinkStatus

@@ -10,8 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
@@ -45,7 +45,7 @@ func TestStopDuringStartIsClean(t *testing.T) {
 	tp := topology.New("shop")
 	orders := topology.Source(tp, env.Name("orders"), serde.String(), serde.String())
 	topology.ToSink(orders, "hook", sinks.Func(func(context.Context, sinks.Delivery) error { return nil }), serde.String(), nil)
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/internal/record"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/statestore"
 )
 
@@ -516,6 +516,6 @@ func (l *ledgers) repair(ctx context.Context, store string, p int32, keys []stri
 }
 
 // dlqMessage is the dead-letter record of an outbox record.
-func dlqMessage(topic string, r *kafka.Record, headers []record.Header) *kafka.Message {
+func dlqMessage(topic string, r *kafka.Record, headers []wire.Header) *kafka.Message {
 	return &kafka.Message{Topic: topic, Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: headers, Timestamp: r.Timestamp}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkadmin"
@@ -32,7 +31,7 @@ func TestUndecodableEntryIsParked(t *testing.T) {
 	hook := newScripted(true)
 	tp := topology.New("shop")
 	topology.ToSink(topology.Source(tp, in, serde.String(), serde.String()), "hook", hook, serde.String(), nil)
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/verify"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
@@ -38,7 +38,7 @@ func TestOutcomesPoisonAndAbortedCopy(t *testing.T) {
 	}
 	rs = append(rs, &kgo.Record{Topic: in, Key: []byte("k"), Value: []byte("bad")})
 	e.ProduceRecords(rs...)
-	g, err := compile.Graph(doubles(in, out))
+	g, err := graph.Compile(doubles(in, out))
 	if err != nil {
 		t.Fatal(err)
 	}

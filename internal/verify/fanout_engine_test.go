@@ -9,8 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/verify"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
@@ -36,7 +36,7 @@ func TestOutcomesFanOutPartialLoss(t *testing.T) {
 		e.CreateTopic(topic, 1)
 	}
 	e.Produce(in, 0, 50)
-	g, err := compile.Graph(fanOut(in, upper, lower))
+	g, err := graph.Compile(fanOut(in, upper, lower))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestOutcomesReplayOnStateIsADouble(t *testing.T) {
 	e.CreateTopic(in, 1)
 	e.CreateTopic(out, 1)
 	e.Produce(in, 0, 50)
-	g, err := compile.Graph(balances(in, out))
+	g, err := graph.Compile(balances(in, out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestOutcomesInputsGoneByRetention(t *testing.T) {
 	e.CreateTopic(in, 1)
 	e.CreateTopic(out, 1)
 	e.Produce(in, 0, 50)
-	g, err := compile.Graph(balances(in, out))
+	g, err := graph.Compile(balances(in, out))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/verify"
 	"github.com/onceflow/onceflow/processor"
 	"github.com/onceflow/onceflow/serde"
@@ -31,7 +31,7 @@ func TestOutcomesOfPurgedOutboxDeliveries(t *testing.T) {
 	tp := topology.New("hooked")
 	src := topology.Source(tp, in, serde.String(), serde.String())
 	topology.ToSink(src, "hook", hook, serde.String(), nil)
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestOutcomesRedriveCommandIsNoDouble(t *testing.T) {
 	hook := sinks.Func(func(context.Context, sinks.Delivery) error { return nil })
 	tp := topology.New("hooked")
 	topology.ToSink(topology.Source(tp, in, serde.String(), serde.String()), "hook", hook, serde.String(), nil)
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/verify"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
@@ -40,7 +40,7 @@ func TestOutcomesOfARun(t *testing.T) {
 	e.CreateTopic(out, 3)
 	e.Produce(in, 0, 200)
 	e.Produce(in, 0, 20) // the same event ids again: rejected as duplicates
-	g, err := compile.Graph(balances(in, out))
+	g, err := graph.Compile(balances(in, out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestOutcomesApartOfARun(t *testing.T) {
 		rs = append(rs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%d", i%3), Value: fmt.Appendf(nil, "v%d", i), Timestamp: t0.Add(time.Duration(i) * 10 * time.Second)})
 	}
 	e.ProduceRecords(rs...)
-	g, err := compile.Graph(windowsAndTicks(in, copied, perMinute, ticks))
+	g, err := graph.Compile(windowsAndTicks(in, copied, perMinute, ticks))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/verify"
 )
 
@@ -20,7 +20,7 @@ func TestOutcomesInputNotYetConsumedIsPending(t *testing.T) {
 	e.CreateTopic(in, 2)
 	e.CreateTopic(out, 2)
 	e.Produce(in, 0, 50)
-	g, err := compile.Graph(balances(in, out))
+	g, err := graph.Compile(balances(in, out))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/compile"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/verify"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
@@ -84,7 +84,7 @@ func TestSpecOf(t *testing.T) {
 
 func checkSpec(t *testing.T, tp *topology.Topology, want verify.Spec) {
 	t.Helper()
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

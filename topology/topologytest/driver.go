@@ -26,7 +26,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/taskstate"
 	"github.com/onceflow/onceflow/internal/wire"
@@ -130,7 +129,7 @@ type Rejection struct {
 // New validates the topology and prepares a driver for it, with empty
 // state. Close it when done.
 func New(tp *topology.Topology, cfg Config) (*Driver, error) {
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		return nil, err
 	}

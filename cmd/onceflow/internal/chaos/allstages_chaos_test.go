@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/chaos"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/chaos"
 )
 
 // A short chaos run of the allstages topology on the embedded broker:

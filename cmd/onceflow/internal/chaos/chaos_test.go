@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/chaos"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/chaos"
 )
 
 // Validate joins every problem at once.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/demo"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/demo"
 )
 
 // With PlainProgress (stderr is not a terminal) the demo writes its step

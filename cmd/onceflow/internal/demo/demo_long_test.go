@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/demo"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/demo"
 )
 
 // The demo end to end with the real CLI binary: three replica processes,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/consume"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/consume"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/serde"
 )

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/compile"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/groups"
 	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/groups"
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )
@@ -27,7 +27,7 @@ func TestDescribe(t *testing.T) {
 	e.Produce(in, 0, 40)
 	tp := topology.New("copy")
 	topology.To(topology.Source(tp, in, serde.Bytes(), serde.Bytes()), out, serde.Bytes(), serde.Bytes())
-	g, err := compile.Graph(tp)
+	g, err := graph.Compile(tp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/chaos"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/chaos"
 )
 
 // A short chaos run on the embedded broker with the real CLI binary: three

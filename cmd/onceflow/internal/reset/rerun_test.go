@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/reset"
 	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/reset"
 	"github.com/onceflow/onceflow/internal/verify"
 	"github.com/onceflow/onceflow/processor"
 	"github.com/onceflow/onceflow/serde"

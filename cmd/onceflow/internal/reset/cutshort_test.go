@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/reset"
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
-	"github.com/onceflow/onceflow/internal/reset"
 	"github.com/onceflow/onceflow/internal/statedir"
 	"github.com/onceflow/onceflow/internal/verify"
 	"github.com/onceflow/onceflow/processor"

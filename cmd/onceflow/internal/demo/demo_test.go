@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/demo"
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/demo"
 )
 
 // readLog returns the log of the replica process name.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/topics"
 	"github.com/onceflow/onceflow/internal/embedded"
-	"github.com/onceflow/onceflow/internal/topics"
 )
 
 // A broker's metadata may lag the controller's answer to a create: the

@@ -1,15 +1,15 @@
-// Package promread reads values back out of Prometheus collectors, for the
-// snapshots (Stats, the status page) built from the same metrics a scrape
-// sees.
-package promread
+package engine
+
+// Reading values back out of Prometheus collectors, for the snapshots (Stats,
+// the status page) built from the same metrics a scrape sees.
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
 
-// Collect returns the metrics a collector holds.
-func Collect(c prometheus.Collector) []*dto.Metric {
+// collect returns the metrics a collector holds.
+func collect(c prometheus.Collector) []*dto.Metric {
 	ch := make(chan prometheus.Metric, 16)
 	go func() {
 		c.Collect(ch)
@@ -25,10 +25,10 @@ func Collect(c prometheus.Collector) []*dto.Metric {
 	return out
 }
 
-// Total sums the counters a collector holds.
-func Total(c prometheus.Collector) int64 {
+// total sums the counters a collector holds.
+func total(c prometheus.Collector) int64 {
 	var sum float64
-	for _, m := range Collect(c) {
+	for _, m := range collect(c) {
 		if m.Counter != nil {
 			sum += m.Counter.GetValue()
 		}
