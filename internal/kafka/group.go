@@ -179,8 +179,8 @@ func newGroup(c Client, t Timeouts, groupID, instanceID string, batchSize int, t
 		cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{tasks}
 	case balanced != nil:
 		// Preferred first; the sticky one for groups with members of an
-		// earlier release.
-		cfg.Consumer.Group.Rebalance.GroupStrategies = append([]sarama.BalanceStrategy{balanced}, cfg.Consumer.Group.Rebalance.GroupStrategies...)
+		// earlier release (see stickyBeside).
+		cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{balanced, newStickyBeside()}
 	}
 	client, err := sarama.NewClient(c.Brokers, cfg)
 	if err != nil {

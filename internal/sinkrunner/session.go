@@ -370,9 +370,12 @@ type partition struct {
 	wg    sync.WaitGroup
 	mu    struct {
 		sync.Mutex
-		window    []*item            // by offset; settled items leave from the front
-		keys      map[string][]*item // deliveries waiting per record key, the first one running
-		next      int64              // offset after the last settled prefix
+		window []*item            // by offset; settled items leave from the front
+		keys   map[string][]*item // deliveries waiting per record key, the first one running
+		// running holds the idempotency keys being delivered, each with
+		// a channel closed when its delivery ends (see claim).
+		running   map[string]chan struct{}
+		next      int64 // offset after the last settled prefix
 		committed int64
 	}
 }
@@ -389,6 +392,7 @@ func newPartition(ss *session, sk *sink, p int32, fence int64) *partition {
 	pt := &partition{ss: ss, sink: sk, part: p, fence: sinks.Fence{Generation: fence, Partition: p}, in: make(chan kafka.Batch, 1),
 		slots: make(chan struct{}, c.Parallelism), room: make(chan struct{}, c.MaxBuffered)}
 	pt.mu.keys = map[string][]*item{}
+	pt.mu.running = map[string]chan struct{}{}
 	pt.mu.next, pt.mu.committed = -1, -1
 	return pt
 }
@@ -499,6 +503,36 @@ func (p *partition) unsettled() int {
 
 func (p *partition) wait() { p.wg.Wait() }
 
+// claim waits until no other delivery of idempotency key key runs in the
+// partition, and marks it running until release. Records of different
+// record keys are delivered in parallel, and may carry one idempotency
+// key (one delivery, as the ledger counts them): each must read the
+// ledger after the other's writes are queued, or both find nothing and
+// both send. It returns false when ctx ended first.
+func (p *partition) claim(ctx context.Context, key string) (release func(), ok bool) {
+	for {
+		p.mu.Lock()
+		busy, running := p.mu.running[key]
+		if !running {
+			done := make(chan struct{})
+			p.mu.running[key] = done
+			p.mu.Unlock()
+			return func() {
+				p.mu.Lock()
+				delete(p.mu.running, key)
+				p.mu.Unlock()
+				close(done)
+			}, true
+		}
+		p.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+}
+
 // header returns the last value of a header.
 func header(hs []wire.Header, key string) string {
 	for i := len(hs) - 1; i >= 0; i-- {
@@ -526,6 +560,11 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) (
 	}
 	d := sinks.Delivery{Sink: sk.name, IdempotencyKey: key, Payload: rec.Value, Source: header(rec.Headers, wire.HeaderSource),
 		Fence: p.fence, Requested: rec.Timestamp}
+	release, ok := p.claim(ctx, key)
+	if !ok {
+		return false, nil // the session ended: the next owner delivers it
+	}
+	defer release() // its writes are queued by then: the next read sees them
 	e, err := r.ledgers.get(sk.ledger, p.part, key)
 	var act Action
 	if err != nil {
