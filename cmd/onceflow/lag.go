@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,7 +34,7 @@ func (c *LagCmd) Run(env *Env) error {
 		ctx, cancel := context.WithTimeout(env.Ctx, c.Wait)
 		defer cancel()
 		p, err = verify.WaitCaughtUp(ctx, c.BrokerList(), c.Group, c.Topic, 50*time.Millisecond, nil, opts...)
-		if err == context.DeadlineExceeded {
+		if errors.Is(err, context.DeadlineExceeded) {
 			err = nil
 		}
 	} else {

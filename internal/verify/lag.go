@@ -138,28 +138,45 @@ func groupProgress(ctx context.Context, cl *kgo.Client, group, topic string, bud
 // report on every poll. An error the cluster clears
 // by itself (a coordinator not available yet: a fresh cluster creating its
 // offsets topic, a group just created) is polled past until ctx ends; any
-// other error is returned at once. extra are client options, as for
-// GroupProgress.
+// other error is returned at once. When ctx ends, even with a request out,
+// the last reading is returned with ctx's error. extra are client options,
+// as for GroupProgress.
 func WaitCaughtUp(ctx context.Context, brokers []string, group, topic string, every time.Duration, report func(Progress), extra ...kgo.Opt) (Progress, error) {
 	cl, err := newClient(ctx, brokers, extra)
 	if err != nil {
 		return Progress{}, err
 	}
 	defer cl.Close()
+	var last Progress
+	read := false
 	for {
 		p, err := groupProgress(ctx, cl, group, topic, waitBudget)
+		if err != nil && ctx.Err() != nil {
+			// The wait ended while a request was out: the last reading
+			// stands, and without one the wait says what it could not read.
+			if read {
+				return last, ctx.Err()
+			}
+			return p, fmt.Errorf("verify: no reading of group %q on %q within the wait: %v", group, topic, err)
+		}
 		switch {
 		case err != nil && !kerr.IsRetriable(err) && !errors.Is(err, ErrTopicNotFound):
 			return p, err
 		case err == nil && report != nil:
 			report(p)
 		}
+		if err == nil {
+			last, read = p, true
+		}
 		if err == nil && p.End > 0 && p.Lag <= 0 && !p.NoGroup {
 			return p, nil
 		}
 		select {
 		case <-ctx.Done():
-			return p, ctx.Err()
+			if read {
+				return last, ctx.Err()
+			}
+			return p, fmt.Errorf("verify: no reading of group %q on %q within the wait: %v", group, topic, err)
 		case <-time.After(every):
 		}
 	}

@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,5 +70,48 @@ func TestWaitCaughtUpWaitsOutCoordinatorNotAvailable(t *testing.T) {
 	}
 	if p.Committed != 2 || p.End != 2 || refused.Load() < 40 {
 		t.Fatalf("progress %+v after %d refusals, want 2 of 2 after 40", p, refused.Load())
+	}
+}
+
+// A wait that ends while a request is out answers with the last reading (a
+// group that does not exist stays "no group"), not with the request's
+// deadline error: lag --wait for a missing group on a slow broker.
+func TestWaitCaughtUpEndingMidRequestKeepsTheLastReading(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "in", Value: []byte("a")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The first reading (three ListOffsets: start, stable and end) goes
+	// through; every ListOffsets after it is held until the test ends.
+	c := b.Cluster()
+	release := make(chan struct{})
+	defer close(release)
+	var seen atomic.Int32
+	c.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if seen.Add(1) > 3 {
+			c.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer wcancel()
+	p, err := verify.WaitCaughtUp(wctx, b.Addrs(), "nope", "in", 10*time.Millisecond, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || !p.NoGroup || seen.Load() < 4 {
+		t.Fatalf("progress %+v, error %v after %d ListOffsets: want no group and the wait's deadline", p, err, seen.Load())
 	}
 }
