@@ -94,7 +94,7 @@ func TestLagForAMissingGroup(t *testing.T) {
 	if code, _, stderr := cli(t, ctx, "produce", "-b", brokers, "-t", "in", "-n", "10", "--partitions", "1"); code != exitOK {
 		t.Fatalf("produce: %s", stderr)
 	}
-	for _, extra := range [][]string{nil, {"--wait", "300ms"}} {
+	for _, extra := range [][]string{nil, {"--wait", "2s"}} {
 		code, stdout, stderr := cli(t, ctx, append([]string{"lag", "-b", brokers, "-g", "nope", "-t", "in"}, extra...)...)
 		if code != exitError || stdout != "" || !strings.Contains(stderr, `onceflow lag: no such group: "nope"`) {
 			t.Errorf("lag %v for a missing group: exit %d, stdout %q, stderr %q", extra, code, stdout, stderr)
