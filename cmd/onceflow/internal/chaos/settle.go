@@ -311,9 +311,13 @@ func (r *runner) noteBatch(ctx context.Context, sink, what string, cs []sinkadmi
 	return nil
 }
 
+// adminBudget bounds one sinkadmin call: it reads a sink's whole ledger
+// and dead-letter topic, a million entries in a long run.
+const adminBudget = 3 * time.Minute
+
 // admin runs one sinkadmin call with a deadline of its own.
 func (r *runner) admin(ctx context.Context, fn func(context.Context) error) error {
-	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	actx, cancel := context.WithTimeout(ctx, adminBudget)
 	defer cancel()
 	return fn(actx)
 }
