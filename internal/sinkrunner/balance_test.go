@@ -18,6 +18,20 @@ import (
 	"github.com/onceflow/onceflow/topology"
 )
 
+// groupStable reports whether the group is stable (not rebalancing).
+func groupStable(tb testing.TB, env *enginetest.Env, group string) bool {
+	tb.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Brokers...))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	groups, err := kadm.NewClient(cl).DescribeGroups(ctx, group)
+	return err == nil && groups[group].State == "Stable"
+}
+
 // groupAssignment returns the group's current assignment: member
 // (instance id) → topic → partitions, sorted.
 func groupAssignment(tb testing.TB, env *enginetest.Env, group string) map[string]map[string][]int32 {
@@ -94,6 +108,11 @@ func TestRunnerGroupBalancesEachOutbox(t *testing.T) {
 	group := app + "-sinks"
 	settled := func(members ...string) func() bool {
 		return func() bool {
+			// Mid-rebalance, Kafka describes the new members beside the
+			// old assignment: only a stable group's assignment counts.
+			if !groupStable(t, env, group) {
+				return false
+			}
 			a := groupAssignment(t, env, group)
 			n := 0
 			for _, m := range members {
