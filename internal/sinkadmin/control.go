@@ -93,6 +93,13 @@ func RedriveAll(ctx context.Context, brokers []string, app, sink string, pick fu
 	if err != nil {
 		return nil, err
 	}
+	return writeRedrives(ctx, brokers, app, sink, deadLettered(ds, dls, pick), extra)
+}
+
+// deadLettered picks the deliveries still dead-lettered that have a dead
+// letter (dls: the latest per key) for which pick returns true (nil picks
+// all).
+func deadLettered(ds []Delivery, dls map[string]*DeadLetter, pick func(DeadLetter) bool) []redrive {
 	var rs []redrive
 	for _, d := range ds {
 		dl := dls[d.Key]
@@ -101,7 +108,7 @@ func RedriveAll(ctx context.Context, brokers []string, app, sink string, pick fu
 		}
 		rs = append(rs, redrive{d, dl})
 	}
-	return writeRedrives(ctx, brokers, app, sink, rs, extra)
+	return rs
 }
 
 // redrive is one delivery of a redrive batch and its latest dead letter.
@@ -123,11 +130,17 @@ func ledgerAndDeadLetters(ctx context.Context, brokers []string, app, sink strin
 		return nil, nil, nil, err
 	}
 	withStates(all, ds)
-	dls := map[string]*DeadLetter{}
+	return ds, byKey, latestDeadLetters(all), nil
+}
+
+// latestDeadLetters maps each key to its latest dead letter (all in
+// partition and offset order).
+func latestDeadLetters(all []DeadLetter) map[string]*DeadLetter {
+	dls := make(map[string]*DeadLetter, len(all))
 	for i := range all {
 		dls[all[i].Key] = &all[i]
 	}
-	return ds, byKey, dls, nil
+	return dls
 }
 
 func writeRedrives(ctx context.Context, brokers []string, app, sink string, rs []redrive, extra []kgo.Opt) ([]Command, error) {
@@ -188,6 +201,12 @@ func ResolveAll(ctx context.Context, brokers []string, app, sink string, as func
 	if err != nil {
 		return nil, err
 	}
+	return writeResolves(ctx, brokers, app, sink, parkedUnknown(ds, as), nil, extra)
+}
+
+// parkedUnknown picks the deliveries parked as unknown for which as
+// returns an outcome.
+func parkedUnknown(ds []Delivery, as func(Delivery) string) []resolution {
 	var rs []resolution
 	for _, d := range ds {
 		if d.State != sinkrunner.Unknown {
@@ -197,7 +216,7 @@ func ResolveAll(ctx context.Context, brokers []string, app, sink string, as func
 			rs = append(rs, resolution{d, a})
 		}
 	}
-	return writeResolves(ctx, brokers, app, sink, rs, nil, extra)
+	return rs
 }
 
 // resolution is one delivery of a resolve batch and its outcome.

@@ -268,6 +268,7 @@ type runner struct {
 	prefix    string
 	hook      *hook
 	commanded map[string]sinkadmin.Command // the last command the run wrote for each key
+	views     map[string]*sinkadmin.View   // each sink's ledger and dead letters, read as they grow
 }
 
 // setup starts or opens the brokers, creates the input topic and starts
