@@ -236,7 +236,7 @@ func (r *runner) runAllStages(ctx context.Context) error {
 // checkAllStages reads the outputs and checks them with the effects the
 // receiver applied so far (and the deliveries parked, when given).
 func (r *runner) checkAllStages(ctx context.Context, truth gen.AllStagesTruth, parked ...verify.Effect) (verify.AllStagesReport, error) {
-	vctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Minute) // a million events give millions of window results
 	defer cancel()
 	out, err := verify.ReadAllStages(vctx, r.brokers, r.prefix, r.app+"-rejected")
 	if err != nil {
