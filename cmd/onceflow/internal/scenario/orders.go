@@ -95,8 +95,10 @@ func (r *run) produceOrders(ctx context.Context, topic string) (gen.Truth, error
 		truth.Partitions, truth.Customers, truth.Seed, time.Since(began).Round(time.Millisecond))
 	r.printf("truth: %d unique events, %d accepted; rejections: %d duplicate, %d conflict, %d stale; %d customer totals",
 		truth.EventsUnique, truth.Accepted, truth.DuplicatesInjected, truth.ConflictsInjected, truth.StaleInjected, len(truth.Totals))
-	if err := truth.WriteFile(filepath.Join(r.dir, "truth.json")); err != nil {
+	path := filepath.Join(r.dir, "truth.json")
+	if err := truth.WriteFile(path); err != nil {
 		return gen.Truth{}, fmt.Errorf("scenario: %w", err)
 	}
+	r.printf("truth written to %s", path)
 	return truth, nil
 }

@@ -72,7 +72,7 @@ var (
 	okRe   = regexp.MustCompile(`(?m)^\{.*"ok":true`)
 )
 
-func TestOrders(t *testing.T) {
+func TestScenarioOrders(t *testing.T) {
 	out, err := run(t, "orders", scenario.Config{Records: 3000, Kills: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestOrders(t *testing.T) {
 	}
 }
 
-func TestPageviews(t *testing.T) {
+func TestScenarioPageviews(t *testing.T) {
 	out, err := run(t, "pageviews", scenario.Config{Records: 3000, Kills: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestPageviews(t *testing.T) {
 	}
 }
 
-func TestPoison(t *testing.T) {
+func TestScenarioPoison(t *testing.T) {
 	out, err := run(t, "poison", scenario.Config{Records: 2000})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestPoison(t *testing.T) {
 
 // The poison scenario's session check fails when no session is allowed:
 // its checks can fail, and a failure is ErrCheckFailed.
-func TestPoisonCheckFails(t *testing.T) {
+func TestScenarioPoisonCheckFails(t *testing.T) {
 	out, err := run(t, "poison", scenario.Config{Records: 200, MaxSessions: -1})
 	if !errors.Is(err, scenario.ErrCheckFailed) {
 		t.Fatalf("error %v, want ErrCheckFailed", err)
@@ -123,7 +123,7 @@ func TestPoisonCheckFails(t *testing.T) {
 	}
 }
 
-func TestCLI(t *testing.T) {
+func TestScenarioCLI(t *testing.T) {
 	out, err := run(t, "cli", scenario.Config{Records: 3000, Kills: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-//go:build long && pg
+//go:build long && (pg || !pg)
 
 package scenario_test
 
@@ -15,7 +15,7 @@ import (
 // The sinks scenario at a small size against the PostgreSQL of
 // ONCEFLOW_PG_DSN (scripts/test-pg.sh sets it), with a receiver that also
 // answers 5% of requests 400: those are dead letters, not effects.
-func TestSinks(t *testing.T) {
+func TestScenarioSinks(t *testing.T) {
 	dsn := os.Getenv("ONCEFLOW_PG_DSN")
 	if dsn == "" {
 		t.Skip("needs PostgreSQL: ONCEFLOW_PG_DSN (scripts/test-pg.sh)")
