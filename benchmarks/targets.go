@@ -25,7 +25,7 @@ const (
 	StepCopy              = "copy"                 // 100 B and 1 KB, every variant; latency at 20,000/s
 	StepCopyHalfMax       = "copy-half-max"        // 100 B, latency at half the exactly-once maximum
 	StepScale             = "scale-r"              // + 1, 2, 3: orders eos on 12 partitions
-	StepRestore           = "restore"              // scripts/orders-scenario.sh: SIGKILLs and a cold restore
+	StepRestore           = "restore"              // onceflow scenario orders: SIGKILLs and a cold restore
 )
 
 // Statuses of a Target.
@@ -344,7 +344,7 @@ func (r *fullRun) latencyTargets() []Target {
 	return ts
 }
 
-// restoreFigures are what scripts/orders-scenario.sh printed.
+// restoreFigures are what onceflow scenario orders printed.
 type restoreFigures struct {
 	coldRecords   int64
 	coldSec       float64

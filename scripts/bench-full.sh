@@ -22,7 +22,7 @@
 #                         latency at 20,000 records/s
 #   copy-half-max         copy, 100 B, eos, alos, sarama; latency at half max
 #   scale-r1, -r2, -r3    orders eos on 12 partitions with 1, 2, 3 replicas
-#   restore               scripts/orders-scenario.sh: 3 SIGKILLs of a replica
+#   restore               onceflow scenario orders: 3 SIGKILLs of a replica
 #                         (kill -> ready, restart -> ready) and a cold restore
 #
 # A step that fails is recorded (its exit status in command.txt, its name in
@@ -198,7 +198,7 @@ for n in 1 2 3; do
 	bench "scale-r$n" --workload orders --variants eos --partitions 12 --replicas "$n" \
 		--records "$scale_records" --repeats 1 --no-latency --warmup 0
 done
-step restore scripts/orders-scenario.sh --brokers "$brokers" --records "$restore_records" --kills 3
+step restore bin/onceflow scenario orders --brokers "$brokers" --records "$restore_records" --kills 3
 
 log "writing $out/TARGETS.md"
 bin/onceflow bench-targets "$out" >/dev/null || failed+=("targets")

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/replicas"
 	"github.com/onceflow/onceflow/examples/allstages"
 	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/receiver"
@@ -175,9 +176,7 @@ func (r *runner) runAllStages(ctx context.Context) error {
 	if err := r.settle(ctx, truth); err != nil {
 		return err
 	}
-	for _, rep := range r.reps {
-		rep.stop(20 * time.Second)
-	}
+	replicas.StopAll(20*time.Second, r.reps...)
 	// Read again once every replica stopped: a zombie's last effect counts.
 	// What is still parked is read with it: a missing effect whose
 	// delivery an operator sees parked is not lost.
@@ -264,11 +263,11 @@ func (r *runner) operatorFault(ctx context.Context, f *Fault) error {
 	}
 	r.res.OperatorFaults++
 	rep := r.reps[r.rnd.IntN(len(r.reps))]
-	rep.kill()
+	rep.Kill()
 	down := time.Duration(r.rnd.Int64N(int64(2 * time.Second)))
 	if err := sleep(ctx, down); err != nil {
 		return err
 	}
-	f.Target, f.Note = rep.name, fmt.Sprintf("%d commands (resolve, redrive), then SIGKILL, restarted after %.1fs", n, down.Seconds())
-	return rep.start()
+	f.Target, f.Note = rep.Name, fmt.Sprintf("%d commands (resolve, redrive), then SIGKILL, restarted after %.1fs", n, down.Seconds())
+	return rep.Start()
 }
