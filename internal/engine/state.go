@@ -99,8 +99,8 @@ func (d *driver) produceChanges() {
 		d.p.Send(&kafka.Message{Topic: s.topic, Partition: c.Task.Partition, Key: c.Key, Value: value, Track: true, Timestamp: now})
 	}
 	d.changesSent = len(changes)
-	d.e.m.stateChanges.WithLabelValues("sent").Add(float64(sent))
-	d.e.m.stateChanges.WithLabelValues("collapsed").Add(float64(collapsed))
+	d.e.m.changesSent.Add(int64(sent))
+	d.e.m.changesCollapsed.Add(int64(collapsed))
 }
 
 // changeKey identifies a state key across stores and tasks.

@@ -39,6 +39,6 @@ func (d *driver) newTaskState() *taskstate.State {
 // transaction; their tombstones join the changelog.
 func (d *driver) expireDedup() error {
 	n, err := d.state.Expire(10000)
-	d.e.m.expired.Add(float64(n))
+	d.e.m.expired.Add(int64(n))
 	return err
 }

@@ -76,7 +76,7 @@ func (d *driver) commitTransaction() (release func(), step string, err error) {
 	e := d.e
 	release = func() {}
 	if err := d.p.Err(); err != nil {
-		e.m.commitFailures.WithLabelValues("produce").Inc()
+		e.m.commitFailures.add("produce", 1)
 		return release, "produce", err
 	}
 	if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
@@ -226,16 +226,16 @@ func newTally() tally {
 
 func (t tally) count(m *metrics, rejected string) {
 	for task, n := range t.in {
-		m.recordsIn.WithLabelValues(task).Add(float64(n))
+		m.recordsIn.add(task, int64(n))
 	}
 	for topic, n := range t.out {
 		if topic == rejected {
 			continue
 		}
-		m.recordsOut.WithLabelValues(topic).Add(float64(n))
+		m.recordsOut.add(topic, int64(n))
 	}
 	for reason, n := range t.rejected {
-		m.rejected.WithLabelValues(reason).Add(float64(n))
+		m.rejected.add(reason, int64(n))
 	}
 	t.clear()
 }

@@ -67,7 +67,7 @@ func (r *Runner) command(ctx context.Context, p *partition, rec *kafka.Record, k
 	next.Command, next.CommandOutbox = rec.Offset+1, outbox
 	next.RecordKey, next.Payload = nil, nil
 	if was == Unknown {
-		r.m.unknown.WithLabelValues(sk.name).Dec()
+		r.m.sink(sk.name).unknown.Add(-1)
 		p.ss.unkSub(sk.name)
 	}
 	log.Info("command applied", "from", was, "to", next.State)

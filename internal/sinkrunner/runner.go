@@ -157,7 +157,7 @@ func New(cfg Config, g *graph.Graph) (*Runner, error) {
 
 // Purges returns how many outbox purges (one DeleteRecords call per
 // topic) succeeded.
-func (r *Runner) Purges() int64 { return r.m.purged.Load() }
+func (r *Runner) Purges() int64 { return r.m.purges.Load() }
 
 // Topics lists the outbox topics the runner reads.
 func (r *Runner) Topics() []string { return r.topics }
@@ -198,7 +198,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	r.purge = newPurger(admin, r.cfg.PurgeInterval, r.cfg.Now, r.log, r.m.purges)
+	r.purge = newPurger(admin, r.cfg.PurgeInterval, r.cfg.Now, r.log, &r.m.purges)
 	defer r.purge.wait()
 	dir := ""
 	if r.cfg.StateDir != "" {
