@@ -63,11 +63,11 @@ func openFS(dir string, fs vfs.FS, opts Options) (*DB, error) {
 	}
 	cacheSize := opts.CacheSize
 	if cacheSize == 0 {
-		cacheSize = DefaultCacheSize
+		cacheSize = defaultCacheSize
 	}
 	memTableSize := opts.MemTableSize
 	if memTableSize == 0 {
-		memTableSize = DefaultMemTableSize
+		memTableSize = defaultMemTableSize
 	}
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref() // the DB holds its own reference
@@ -100,7 +100,7 @@ func openFS(dir string, fs vfs.FS, opts Options) (*DB, error) {
 	}
 	switch {
 	case opts.ReadCacheEntries == 0:
-		db.cache = newReadCache(DefaultReadCacheEntries)
+		db.cache = newReadCache(defaultReadCacheEntries)
 	case opts.ReadCacheEntries > 0:
 		db.cache = newReadCache(opts.ReadCacheEntries)
 	}

@@ -29,7 +29,7 @@ func (t *Txn) GetDedup(store string, task Task, eventID []byte) (DedupEntry, boo
 	if err != nil || !ok {
 		return DedupEntry{}, false, err
 	}
-	e, err := DecodeDedup(v)
+	e, err := decodeDedup(v)
 	if err != nil {
 		return DedupEntry{}, false, fmt.Errorf("%s key %q: %w", StoreTask{store, task}, eventID, err)
 	}

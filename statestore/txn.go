@@ -309,7 +309,7 @@ func (db *DB) reindex(b *pebble.Batch, st StoreTask, dataKey, value []byte, tomb
 	eventID := dataKey[prefixLen(st):]
 	var newMs int64
 	if !tombstone {
-		e, err := DecodeDedup(value)
+		e, err := decodeDedup(value)
 		if err != nil {
 			return ikey, fmt.Errorf("%s key %q: %w", st, eventID, err)
 		}
@@ -324,7 +324,7 @@ func (db *DB) reindex(b *pebble.Batch, st StoreTask, dataKey, value []byte, tomb
 	case err != nil:
 		return ikey, fmt.Errorf("statestore: read %s: %w", st, err)
 	default:
-		oldE, derr := DecodeDedup(old)
+		oldE, derr := decodeDedup(old)
 		_ = closer.Close()
 		if derr != nil {
 			return ikey, fmt.Errorf("%s stored key %q: %w", st, eventID, derr)

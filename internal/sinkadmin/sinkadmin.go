@@ -24,6 +24,7 @@ import (
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/sinks"
 )
 
@@ -341,15 +342,15 @@ func withStates(dls []DeadLetter, ledger []Delivery) {
 
 // deadLetter reads one dead-letter record.
 func deadLetter(sink string, r verify.Record) DeadLetter {
-	attempts, _ := strconv.Atoi(r.Headers[sinks.HeaderAttempts])
+	attempts, _ := strconv.Atoi(r.Headers[wire.HeaderSinkAttempts])
 	return DeadLetter{
 		Sink: sink, Partition: r.Partition, Offset: r.Offset,
 		Key:      r.Headers[sinks.HeaderIdempotencyKey],
-		Error:    r.Headers[sinks.HeaderError],
-		Class:    r.Headers[sinks.HeaderClass],
+		Error:    r.Headers[wire.HeaderSinkError],
+		Class:    r.Headers[wire.HeaderSinkClass],
 		Attempts: attempts,
-		Source:   r.Headers[sinks.HeaderSource],
-		Outbox:   r.Headers[sinks.HeaderOutbox],
+		Source:   r.Headers[wire.HeaderSource],
+		Outbox:   r.Headers[wire.HeaderSinkOutbox],
 		Time:     r.Timestamp, RecordKey: r.Key, Payload: r.Value,
 	}
 }

@@ -105,7 +105,7 @@ type Runner struct {
 // New prepares a runner for the outboxes of g (a graph already named
 // after the application, WithPrefix); it does no I/O.
 func New(cfg Config, g *graph.Graph) (*Runner, error) {
-	cfg.Sinks = cfg.Sinks.WithDefaults()
+	cfg.Sinks = withDefaults(cfg.Sinks)
 	if err := cfg.Sinks.Validate(); err != nil {
 		return nil, err
 	}
@@ -380,5 +380,5 @@ func (r *Runner) backoff(n int, retryAfter time.Duration) time.Duration {
 	r.rndMu.Lock()
 	defer r.rndMu.Unlock()
 	c := r.cfg.Sinks
-	return sinks.Backoff(c.BackoffBase, c.BackoffCap, n, retryAfter, r.rnd)
+	return backoff(c.BackoffBase, c.BackoffCap, n, retryAfter, r.rnd)
 }

@@ -576,7 +576,7 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) (
 		}
 		r.log.Error("ledger entry does not decode; delivery parked as unknown", "sink", sk.name, "key", key, "error", e.LastError)
 		act = Park
-	} else if header(rec.Headers, sinks.HeaderCommand) != "" {
+	} else if header(rec.Headers, wire.HeaderSinkCommand) != "" {
 		var ok bool
 		if e, act, ok = r.command(ctx, p, rec, key, e); !ok {
 			return false, nil
@@ -761,11 +761,11 @@ func (r *Runner) deadLetter(ctx context.Context, p *partition, rec *kafka.Record
 	sk := p.sink
 	hs := []wire.Header{
 		{Key: sinks.HeaderIdempotencyKey, Value: []byte(key)},
-		{Key: sinks.HeaderError, Value: []byte(e.LastError)},
-		{Key: sinks.HeaderAttempts, Value: []byte(strconv.Itoa(e.Attempts))},
-		{Key: sinks.HeaderClass, Value: []byte(e.Class)},
-		{Key: sinks.HeaderSource, Value: []byte(header(rec.Headers, wire.HeaderSource))},
-		{Key: sinks.HeaderOutbox, Value: []byte(rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10))},
+		{Key: wire.HeaderSinkError, Value: []byte(e.LastError)},
+		{Key: wire.HeaderSinkAttempts, Value: []byte(strconv.Itoa(e.Attempts))},
+		{Key: wire.HeaderSinkClass, Value: []byte(e.Class)},
+		{Key: wire.HeaderSource, Value: []byte(header(rec.Headers, wire.HeaderSource))},
+		{Key: wire.HeaderSinkOutbox, Value: []byte(rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10))},
 	}
 	e, err := e.DeadLettered(r.cfg.Now())
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/verify"
-	"github.com/onceflow/onceflow/sinks"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // sinkState is one sink's ledger as the settling sees it: the deliveries
@@ -229,12 +229,12 @@ func (r *runner) operatorCommands(ctx context.Context, sts []sinkState) (int, er
 						return ""
 					}
 					if r.hook.recv.Effects(d.Key) > 0 {
-						return sinks.ResolveSucceeded
+						return wire.SinkResolveSucceeded
 					}
 					if d.Payload == nil {
 						return "" // parked by a runner that kept no payload: not the run's to say
 					}
-					return sinks.ResolveRetry
+					return wire.SinkResolveRetry
 				})
 				return err
 			})
