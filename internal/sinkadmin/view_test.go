@@ -12,6 +12,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/sinks"
 )
 
@@ -100,7 +101,7 @@ func TestViewReadsOnlyWhatIsNew(t *testing.T) {
 		t.Errorf("second refresh read %d ledger records, want the 31 new ones", got)
 	}
 
-	rs, err := v.ResolveAll(ctx, func(Delivery) string { return sinks.ResolveRetry })
+	rs, err := v.ResolveAll(ctx, func(Delivery) string { return wire.SinkResolveRetry })
 	if err != nil || len(rs) != 10 {
 		t.Errorf("resolve all from the view: %d commands (%v), want 10", len(rs), err)
 	}
