@@ -33,7 +33,7 @@
 // stable with every replica a member and every partition assigned, then
 // write the input at a steady rate (Config.Rate; by default half the
 // median EOS throughput of the same point, the load at which the p99
-// target, the commit interval plus 50 ms, is checked), stamping each
+// target, the commit interval plus P99OverInterval, is checked), stamping each
 // record with the time it is handed to the writer. A read_committed
 // reader of the output records, for each record, the time it was returned
 // minus that timestamp (outputs keep their input's timestamp): the

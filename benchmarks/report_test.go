@@ -48,7 +48,7 @@ func TestSummarizeAndJSONShape(t *testing.T) {
 	if _, ok := res.Ratios["eos_over_franz"]; ok {
 		t.Error("a ratio to a variant that did not run")
 	}
-	if res.EOS.P99Ms != 125 || res.P99TargetMs != 150 || res.EOS.LatencyRate != 450 {
+	if res.EOS.P99Ms != 125 || res.P99TargetMs != 130 || res.EOS.LatencyRate != 450 {
 		t.Errorf("latency: p99 %v target %v rate %v", res.EOS.P99Ms, res.P99TargetMs, res.EOS.LatencyRate)
 	}
 
@@ -77,7 +77,7 @@ func TestSummarizeAndJSONShape(t *testing.T) {
 	if err := rep.WriteTable(&buf); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"copy, commit interval 100ms, values 100 B", "eos/alos 0.900", "eos/sarama 0.751", "skipped kstreams_eos: needs --brokers", "within the target of 150 ms"} {
+	for _, want := range []string{"copy, commit interval 100ms, values 100 B", "eos/alos 0.900", "eos/sarama 0.751", "skipped kstreams_eos: needs --brokers", "within the target of 130 ms"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}
