@@ -16,7 +16,7 @@ const (
 	DefaultRecords        = 100_000
 	DefaultPartitions     = 6
 	DefaultReplicas       = 1
-	DefaultRepeats        = 2
+	DefaultRepeats        = 3
 	DefaultValueSize      = 100
 	DefaultCommitInterval = 100 * time.Millisecond
 	DefaultRunTimeout     = 10 * time.Minute
@@ -40,8 +40,9 @@ type Config struct {
 	// Replicas of each variant, started in this process (peers that are
 	// programs: one process each). Default 1.
 	Replicas int
-	// Repeats of each variant per sweep point, alternated (EOS, ALOS, peers,
-	// EOS, ALOS, peers, ...); figures are medians. Default 2.
+	// Repeats of each variant per sweep point. The order rotates: repeat i
+	// starts at variant i mod n (eos, alos, peers; then alos, peers, eos;
+	// ...); figures are medians with their spread. Default 3.
 	Repeats int
 	// CommitIntervals swept. Default: 100 ms.
 	CommitIntervals []time.Duration

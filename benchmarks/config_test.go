@@ -52,7 +52,7 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 	d := Config{}.withDefaults()
-	if d.Records != DefaultRecords || d.Partitions != 6 || d.Replicas != 1 || d.Repeats != 2 ||
+	if d.Records != DefaultRecords || d.Partitions != 6 || d.Replicas != 1 || d.Repeats != 3 ||
 		!slices.Equal(d.CommitIntervals, []time.Duration{100 * time.Millisecond}) || !slices.Equal(d.Workloads, []string{"copy"}) {
 		t.Errorf("defaults: %+v", d)
 	}

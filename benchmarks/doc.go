@@ -6,10 +6,12 @@
 //
 // Every run of every variant gets fresh topics (6 partitions by default) and
 // its own consumer group, and reads the same input: a Workload's Input is
-// deterministic, written anew for each run. Runs alternate: for each
-// repeat, every variant once (EOS, ALOS, sarama, franz, Kafka Streams EOS and
-// ALOS), then again; reported figures are medians over repeats, and ratios
-// are between medians of the same run of the bench.
+// deterministic, written anew for each run. Each repeat runs every variant
+// once, and the order rotates (schedule): repeat i starts at variant i mod
+// n, so no variant always runs first after the warm-up or always after the
+// same neighbour. Reported figures are medians over repeats with their
+// spread (min–max), and ratios are between medians of the same run of the
+// bench.
 //
 // Throughput runs write the whole input first and then start the variant's
 // replicas. The clock starts at the first committed offset the harness sees

@@ -27,6 +27,9 @@ type Measurement struct {
 	Variant string `json:"variant"`
 	Phase   string `json:"phase"`
 	Repeat  int    `json:"repeat"`
+	// Position is the run's place in its repeat (0: first), which rotates
+	// from repeat to repeat.
+	Position int `json:"position"`
 
 	RecordsPerSec float64 `json:"records_per_sec,omitempty"`
 	WindowSec     float64 `json:"window_sec,omitempty"`

@@ -43,8 +43,8 @@ type bench struct {
 	bar   *progressbar.ProgressBar
 }
 
-// Run runs the whole bench: every sweep point, every variant, alternated,
-// and returns the report. A failed run is recorded in the report, not
+// Run runs the whole bench: every sweep point, every variant, in an order
+// rotated from repeat to repeat (schedule), and returns the report. A failed run is recorded in the report, not
 // returned: the error is for a bench that could not run at all.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
@@ -152,12 +152,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 		var ms []Measurement
-		for rep := range cfg.Repeats {
-			for _, v := range pl.variants {
+		order := schedule(len(pl.variants), cfg.Repeats)
+		for rep, idx := range order {
+			for pos, i := range idx {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				ms = append(ms, b.throughputRun(ctx, pl.p, pl.wl, v, in, rep))
+				m := b.throughputRun(ctx, pl.p, pl.wl, pl.variants[i], in, rep)
+				m.Position = pos
+				ms = append(ms, m)
 			}
 		}
 		if cfg.Rate >= 0 && !throughputOnly(pl.wl) {
@@ -180,12 +183,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					return nil, err
 				}
 			}
-			for rep := range cfg.Repeats {
-				for _, v := range pl.variants {
+			for rep, idx := range order {
+				for pos, i := range idx {
 					if ctx.Err() != nil {
 						return nil, ctx.Err()
 					}
-					ms = append(ms, b.latencyRun(ctx, pl.p, pl.wl, v, latIn, rep, int(rate)))
+					m := b.latencyRun(ctx, pl.p, pl.wl, pl.variants[i], latIn, rep, int(rate))
+					m.Position = pos
+					ms = append(ms, m)
 				}
 			}
 		}

@@ -21,7 +21,7 @@ type BenchCmd struct {
 	ValueSize      []int           `name:"value-size" default:"100" help:"Value sizes in bytes to sweep, comma-separated (copy; orders values have their own size)."`
 	Partitions     int             `name:"partitions" default:"6" help:"Partitions of every input topic."`
 	Replicas       int             `name:"replicas" default:"1" help:"Replicas of each variant, in this process (Kafka Streams: one process each)."`
-	Repeats        int             `name:"repeats" default:"2" help:"Runs of each variant per point, alternated (EOS, ALOS, peers, EOS, ...); figures are medians."`
+	Repeats        int             `name:"repeats" default:"3" help:"Runs of each variant per point; repeat i starts at variant i mod n (EOS, ALOS, peers; then ALOS, peers, EOS; ...); figures are medians with their spread."`
 	Rate           int             `name:"rate" default:"0" help:"Records/s of the latency runs, written at a steady rate (0: half the measured exactly-once maximum)."`
 	NoLatency      bool            `name:"no-latency" help:"Skip the latency runs (throughput only)."`
 	LatencyWindow  time.Duration   `name:"latency-window" default:"20s" help:"A latency run writes at its rate for at most this long (min(--records, rate × window) records)."`
