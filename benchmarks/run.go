@@ -467,6 +467,12 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 	if n > 0 {
 		m.CPUSecPerMillion = (stop.cpu - start.cpu).Seconds() / float64(n) * 1e6
 		m.BrokerCPUSecPerMillion = (stop.brokerCPU - start.brokerCPU).Seconds() / float64(n) * 1e6
+		switch {
+		case len(b.cfg.BrokerPids) > 0:
+			m.TotalCPUSecPerMillion = m.CPUSecPerMillion + m.BrokerCPUSecPerMillion
+		case b.env.Embedded && pids == nil:
+			m.TotalCPUSecPerMillion = m.CPUSecPerMillion // the broker runs in this process
+		}
 	}
 	m.PeakRSSMB = float64(rss) / (1 << 20)
 
