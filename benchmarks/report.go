@@ -45,6 +45,9 @@ type Measurement struct {
 	// pids given, or the embedded broker, whose CPU is in the process's).
 	TotalCPUSecPerMillion float64 `json:"total_cpu_sec_per_million,omitempty"`
 	PeakRSSMB             float64 `json:"peak_rss_mb,omitempty"`
+	// Cold are the figures from the first commit until Config.ColdRecords
+	// were committed, left out of the window above (nil: no split).
+	Cold *ColdFigures `json:"cold,omitempty"`
 	// StateMB is the size of the run's state directory when the run had
 	// committed its whole input (onceflow: Pebble, its WAL included; Kafka
 	// Streams: RocksDB and checkpoints, its own log left out).
@@ -93,6 +96,9 @@ type VariantResult struct {
 	// throughput runs.
 	StateMB float64 `json:"state_mb,omitempty"`
 
+	// Cold are the medians of the runs' cold figures (Config.ColdRecords;
+	// nil: no split); their spreads are under spread as cold_<figure>.
+	Cold *ColdFigures `json:"cold,omitempty"`
 	// Spread is each figure's range over the runs, by the figure's JSON
 	// name (records_per_sec, total_cpu_sec_per_million, p99_ms, ...);
 	// figures that no run measured are absent.
@@ -154,9 +160,12 @@ type Report struct {
 	Partitions  int       `json:"partitions"`
 	Replicas    int       `json:"replicas"`
 	Repeats     int       `json:"repeats"`
-	Machine     Machine   `json:"machine"`
-	Notes       []string  `json:"notes,omitempty"`
-	Sweep       []Result  `json:"sweep"`
+	// ColdRecords is Config.ColdRecords: each throughput window starts
+	// once this many records were committed (0: no split).
+	ColdRecords int      `json:"cold_records,omitempty"`
+	Machine     Machine  `json:"machine"`
+	Notes       []string `json:"notes,omitempty"`
+	Sweep       []Result `json:"sweep"`
 }
 
 // WriteJSON writes the report as one indented JSON object.
@@ -269,6 +278,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 		writeRatios(w, "CPU per record, process + broker (lower is cheaper)", p.CPURatios)
 		writeRatios(w, "CPU per record, process", p.ProcessCPURatios)
 		writeRatios(w, "throughput", p.Ratios)
+		for _, n := range names {
+			if c := all[n].Cold; c != nil {
+				fmt.Fprintf(w, "%s cold window, first commit until %d records committed (%d in it; left out above): %s\n",
+					n, r.ColdRecords, c.Records, coldText(c, all[n].Spread))
+			}
+		}
 		if p.EOS != nil && p.EOS.P99Ms > 0 {
 			verdict := "within"
 			if p.EOS.P99Ms > p.P99TargetMs {
@@ -290,6 +305,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+// coldText gives a variant's cold figures with their spread.
+func coldText(c *ColdFigures, spread map[string]Spread) string {
+	var parts []string
+	if c.TotalCPUSecPerMillion > 0 {
+		parts = append(parts, fmt.Sprintf("CPU s/M rec proc+broker %.2f (%s)", c.TotalCPUSecPerMillion, spreadText("%.2f", spread, "cold_total_cpu_sec_per_million")))
+	}
+	parts = append(parts, fmt.Sprintf("CPU s/M rec proc %.2f (%s)", c.CPUSecPerMillion, spreadText("%.2f", spread, "cold_cpu_sec_per_million")),
+		fmt.Sprintf("records/s %.0f (%s)", c.RecordsPerSec, spreadText("%.0f", spread, "cold_records_per_sec")))
+	return strings.Join(parts, ", ")
 }
 
 // writeRatios writes one line of a_over_b ratios as a/b, eos/alos first.
@@ -426,6 +452,13 @@ func summarizeVariant(ms []Measurement) *VariantResult {
 			add("total_cpu_sec_per_million", m.TotalCPUSecPerMillion)
 			add("peak_rss_mb", m.PeakRSSMB)
 			add("state_mb", m.StateMB)
+			if c := m.Cold; c != nil {
+				add("cold_records", float64(c.Records))
+				add("cold_records_per_sec", c.RecordsPerSec)
+				add("cold_cpu_sec_per_million", c.CPUSecPerMillion)
+				add("cold_broker_cpu_sec_per_million", c.BrokerCPUSecPerMillion)
+				add("cold_total_cpu_sec_per_million", c.TotalCPUSecPerMillion)
+			}
 			if m.Txn != nil && m.Txn.Transactions > 0 {
 				add("commit_p50_ms", m.Txn.CommitP50Ms)
 				add("commit_p99_ms", m.Txn.CommitP99Ms)
@@ -462,6 +495,11 @@ func summarizeVariant(ms []Measurement) *VariantResult {
 	v.RecordsPerTxn = med("records_per_txn")
 	v.PeakRSSMB = med("peak_rss_mb")
 	v.StateMB = med("state_mb")
+	if len(figs["cold_records"]) > 0 {
+		v.Cold = &ColdFigures{Records: int64(med("cold_records")), RecordsPerSec: med("cold_records_per_sec"),
+			CPUSecPerMillion: med("cold_cpu_sec_per_million"), BrokerCPUSecPerMillion: med("cold_broker_cpu_sec_per_million"),
+			TotalCPUSecPerMillion: med("cold_total_cpu_sec_per_million")}
+	}
 	return v
 }
 

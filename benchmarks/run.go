@@ -53,7 +53,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg = cfg.withDefaults()
 	started := time.Now()
 	env := &Env{Brokers: cfg.Brokers, Root: cfg.Root, Logger: cfg.Logger, kstreamsJar: cfg.KStreamsJar}
-	rep := &Report{Started: started, Partitions: cfg.Partitions, Replicas: cfg.Replicas, Repeats: cfg.Repeats, Machine: machine()}
+	rep := &Report{Started: started, Partitions: cfg.Partitions, Replicas: cfg.Replicas, Repeats: cfg.Repeats, ColdRecords: cfg.ColdRecords, Machine: machine()}
 	if len(env.Brokers) == 0 {
 		b, err := embedded.Start(embedded.Config{})
 		if err != nil {
@@ -458,22 +458,21 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 	if stopErr != nil {
 		return fail(stopErr)
 	}
-	start, stop, fromStart := throughputWindow(steps, sample{at: began, cpu: cpu0, brokerCPU: broker0}, total)
-	window := stop.at.Sub(start.at)
-	n := stop.committed - start.committed
-	m.WindowFromStart = fromStart
-	m.WindowSec = window.Seconds()
-	m.RecordsPerSec = float64(n) / window.Seconds()
-	if n > 0 {
-		m.CPUSecPerMillion = (stop.cpu - start.cpu).Seconds() / float64(n) * 1e6
-		m.BrokerCPUSecPerMillion = (stop.brokerCPU - start.brokerCPU).Seconds() / float64(n) * 1e6
-		switch {
-		case len(b.cfg.BrokerPids) > 0:
-			m.TotalCPUSecPerMillion = m.CPUSecPerMillion + m.BrokerCPUSecPerMillion
-		case b.env.Embedded && pids == nil:
-			m.TotalCPUSecPerMillion = m.CPUSecPerMillion // the broker runs in this process
-		}
+	// The broker's CPU is known when its pids were given, or when it is
+	// the embedded broker and the variant runs in this process with it.
+	brokerKnown := len(b.cfg.BrokerPids) > 0 || b.env.Embedded && pids == nil
+	begin := sample{at: began, cpu: cpu0, brokerCPU: broker0}
+	if c0, c1, steady, ok := coldWindow(steps, int64(b.cfg.ColdRecords)); ok {
+		cold := figures(c0, c1, brokerKnown)
+		m.Cold = &cold
+		steps, begin = steady, c1
 	}
+	start, stop, fromStart := throughputWindow(steps, begin, total-begin.committed)
+	f := figures(start, stop, brokerKnown)
+	m.WindowFromStart = fromStart
+	m.WindowSec = stop.at.Sub(start.at).Seconds()
+	m.RecordsPerSec = f.RecordsPerSec
+	m.CPUSecPerMillion, m.BrokerCPUSecPerMillion, m.TotalCPUSecPerMillion = f.CPUSecPerMillion, f.BrokerCPUSecPerMillion, f.TotalCPUSecPerMillion
 	m.PeakRSSMB = float64(rss) / (1 << 20)
 
 	if err := b.check(ctx, &m, wl, v, in, outTopic, nil); err != nil {

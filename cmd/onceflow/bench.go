@@ -26,6 +26,7 @@ type BenchCmd struct {
 	NoLatency      bool            `name:"no-latency" help:"Skip the latency runs (throughput only)."`
 	LatencyWindow  time.Duration   `name:"latency-window" default:"20s" help:"A latency run writes at its rate for at most this long (min(--records, rate × window) records)."`
 	Warmup         int             `name:"warmup" default:"200000" help:"Records of one unmeasured run before the first measured one, so a freshly started broker is warm (0: none)."`
+	ColdRecords    int             `name:"cold-records" default:"0" help:"Start each throughput run's window once this many records are committed; the part before is reported apart as its cold figures (a fresh Kafka Streams JVM compiles its hot paths there). Every variant gets the same split (0: none)."`
 	CommitRecords  int             `name:"commit-records" default:"0" help:"onceflow's early commit after this many records (0: the engine's default)."`
 	Peers          bool            `name:"peers" help:"Also run the peers: sarama's transactional copy loop (the client's floor), franz-go's GroupTransactSession loop, and Kafka Streams (only with --brokers)."`
 	Variants       []string        `name:"variants" help:"Run only these variants, comma-separated (eos, alos, sarama, franz, kstreams_eos, kstreams_alos)."`
@@ -70,6 +71,7 @@ func (c *BenchCmd) Run(env *Env) error {
 		ValueSizes:      c.ValueSize,
 		CommitRecords:   c.CommitRecords,
 		Warmup:          c.Warmup,
+		ColdRecords:     c.ColdRecords,
 		LatencyWindow:   c.LatencyWindow,
 		Rate:            rate,
 		Peers:           c.Peers,
