@@ -40,6 +40,13 @@ type Config struct {
 	// Replicas of each variant, started in this process (peers that are
 	// programs: one process each). Default 1.
 	Replicas int
+	// Threads of each replica: Kafka Streams' num.stream.threads. onceflow
+	// drives each processor on one goroutine and offers no thread setting,
+	// so its parallelism is processors: each replica runs as Threads
+	// processors in this process, each a group member, as each Kafka
+	// Streams thread is; the Go peers run Threads copy loops per replica
+	// likewise. Default 1, both systems' default.
+	Threads int
 	// Repeats of each variant per sweep point. The order rotates: repeat i
 	// starts at variant i mod n (eos, alos, peers; then alos, peers, eos;
 	// ...); figures are medians with their spread. Default 3.
@@ -122,6 +129,9 @@ func (c Config) Validate() error {
 	if c.Replicas < 0 || c.Replicas > 16 {
 		errs = append(errs, fmt.Errorf("bench: replicas %d: want 1 to 16", c.Replicas))
 	}
+	if c.Threads < 0 || c.Threads > 16 {
+		errs = append(errs, fmt.Errorf("bench: threads %d: want 1 to 16", c.Threads))
+	}
 	if c.Repeats < 0 || c.Repeats > 100 {
 		errs = append(errs, fmt.Errorf("bench: repeats %d: want 1 to 100", c.Repeats))
 	}
@@ -178,6 +188,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = DefaultReplicas
+	}
+	if c.Threads == 0 {
+		c.Threads = 1
 	}
 	if c.Repeats == 0 {
 		c.Repeats = DefaultRepeats

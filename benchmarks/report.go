@@ -159,7 +159,9 @@ type Report struct {
 	BrokerPids  []int     `json:"broker_pids,omitempty"`
 	Partitions  int       `json:"partitions"`
 	Replicas    int       `json:"replicas"`
-	Repeats     int       `json:"repeats"`
+	// Threads of each replica (Config.Threads).
+	Threads int `json:"threads,omitempty"`
+	Repeats int `json:"repeats"`
 	// ColdRecords is Config.ColdRecords: each throughput window starts
 	// once this many records were committed (0: no split).
 	ColdRecords int      `json:"cold_records,omitempty"`
@@ -239,8 +241,8 @@ var columns = []column{
 // WriteTable writes the report as readable tables, two per point: the
 // medians, then each figure's spread (min–max) over the runs.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "onceflow bench: broker %s, %d partitions, %d replica(s), median of %d run(s) each (order rotated), %s\n",
-		r.Broker, r.Partitions, r.Replicas, r.Repeats, r.Started.Format(time.RFC3339))
+	fmt.Fprintf(w, "onceflow bench: broker %s, %d partitions, %d replica(s) of %d thread(s), median of %d run(s) each (order rotated), %s\n",
+		r.Broker, r.Partitions, r.Replicas, max(r.Threads, 1), r.Repeats, r.Started.Format(time.RFC3339))
 	for i := range r.Sweep {
 		p := &r.Sweep[i]
 		fmt.Fprintf(w, "\n%s, commit interval %gms", p.Workload, p.CommitIntervalMs)

@@ -53,7 +53,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg = cfg.withDefaults()
 	started := time.Now()
 	env := &Env{Brokers: cfg.Brokers, Root: cfg.Root, Logger: cfg.Logger, kstreamsJar: cfg.KStreamsJar}
-	rep := &Report{Started: started, Partitions: cfg.Partitions, Replicas: cfg.Replicas, Repeats: cfg.Repeats, ColdRecords: cfg.ColdRecords, Machine: machine()}
+	rep := &Report{Started: started, Partitions: cfg.Partitions, Replicas: cfg.Replicas, Threads: cfg.Threads, Repeats: cfg.Repeats, ColdRecords: cfg.ColdRecords, Machine: machine()}
 	if len(env.Brokers) == 0 {
 		b, err := embedded.Start(embedded.Config{})
 		if err != nil {
@@ -412,7 +412,7 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 	began := time.Now()
 	cpu0, broker0 := cpuTime(nil), b.brokerCPU()
 	running, err := v.Start(rctx, RunSpec{Env: b.env, Workload: wl, App: app, Input: inTopic, Output: outTopic,
-		CommitInterval: p.CommitInterval, CommitRecords: b.cfg.CommitRecords, Replicas: b.cfg.Replicas, StateDir: dir,
+		CommitInterval: p.CommitInterval, CommitRecords: b.cfg.CommitRecords, Replicas: b.cfg.Replicas, Threads: b.cfg.Threads, StateDir: dir,
 		Logger: b.cfg.Logger.Named(v.Name())})
 	if err != nil {
 		stopProfile()
@@ -534,15 +534,15 @@ func (b *bench) check(ctx context.Context, m *Measurement, wl Workload, v Varian
 	return nil
 }
 
-// waitReady waits until the group is stable with every replica a member
-// and every input partition assigned.
+// waitReady waits until the group is stable with every replica's every
+// thread a member and every input partition assigned.
 func (b *bench) waitReady(ctx context.Context, running Running, app, inTopic string) error {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	for {
 		gs, err := b.adm.DescribeGroups(ctx, app)
 		if err == nil {
-			if g, ok := gs[app]; ok && g.Err == nil && g.State == "Stable" && len(g.Members) == b.cfg.Replicas {
+			if g, ok := gs[app]; ok && g.Err == nil && g.State == "Stable" && len(g.Members) == b.cfg.Replicas*b.cfg.Threads {
 				if parts := g.AssignedPartitions()[inTopic]; len(parts) == b.cfg.Partitions {
 					return nil
 				}
@@ -550,7 +550,7 @@ func (b *bench) waitReady(ctx context.Context, running Running, app, inTopic str
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("group %s not stable with %d members: %w", app, b.cfg.Replicas, ctx.Err())
+			return fmt.Errorf("group %s not stable with %d members: %w", app, b.cfg.Replicas*b.cfg.Threads, ctx.Err())
 		case <-running.Done():
 			return errors.New("the variant stopped by itself")
 		case <-time.After(50 * time.Millisecond):
@@ -622,7 +622,7 @@ func (b *bench) latencyRun(ctx context.Context, p Point, wl Workload, v Variant,
 	rctx, cancel := context.WithTimeout(ctx, b.cfg.RunTimeout)
 	defer cancel()
 	running, err := v.Start(rctx, RunSpec{Env: b.env, Workload: wl, App: app, Input: inTopic, Output: outTopic,
-		CommitInterval: p.CommitInterval, CommitRecords: b.cfg.CommitRecords, Replicas: b.cfg.Replicas, StateDir: dir,
+		CommitInterval: p.CommitInterval, CommitRecords: b.cfg.CommitRecords, Replicas: b.cfg.Replicas, Threads: b.cfg.Threads, StateDir: dir,
 		Logger: b.cfg.Logger.Named(v.Name())})
 	if err != nil {
 		return fail(err)

@@ -21,6 +21,7 @@ type BenchCmd struct {
 	ValueSize      []int           `name:"value-size" default:"100" help:"Value sizes in bytes to sweep, comma-separated (copy; orders values have their own size)."`
 	Partitions     int             `name:"partitions" default:"6" help:"Partitions of every input topic."`
 	Replicas       int             `name:"replicas" default:"1" help:"Replicas of each variant, in this process (Kafka Streams: one process each)."`
+	Threads        int             `name:"threads" default:"1" help:"Threads of each replica: Kafka Streams' num.stream.threads; onceflow (one driver goroutine per processor) runs that many processors per replica in this process, the Go peers that many copy loops."`
 	Repeats        int             `name:"repeats" default:"3" help:"Runs of each variant per point; repeat i starts at variant i mod n (EOS, ALOS, peers; then ALOS, peers, EOS; ...); figures are medians with their spread."`
 	Rate           int             `name:"rate" default:"0" help:"Records/s of the latency runs, written at a steady rate (0: half the measured exactly-once maximum)."`
 	NoLatency      bool            `name:"no-latency" help:"Skip the latency runs (throughput only)."`
@@ -66,6 +67,7 @@ func (c *BenchCmd) Run(env *Env) error {
 		Records:         c.Records,
 		Partitions:      c.Partitions,
 		Replicas:        c.Replicas,
+		Threads:         c.Threads,
 		Repeats:         c.Repeats,
 		CommitIntervals: c.CommitInterval,
 		ValueSizes:      c.ValueSize,
