@@ -303,10 +303,24 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 		}
 	}
+	if r.hasKStreams() {
+		fmt.Fprintf(w, "\n%s", DurabilityNote())
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+// hasKStreams reports whether a Kafka Streams variant ran at some point.
+func (r *Report) hasKStreams() bool {
+	for i := range r.Sweep {
+		_, all := r.Sweep[i].variants()
+		if all["kstreams_eos"] != nil || all["kstreams_alos"] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // coldText gives a variant's cold figures with their spread.

@@ -516,6 +516,7 @@ func WriteTargets(w io.Writer, dir string, ts []Target) error {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", cell(t.Name), cell(t.Measured), cell(t.Value), cell(want), status)
 	}
+	fmt.Fprintf(w, "\n## Durability and dedup\n\n%s", DurabilityNote())
 	steps, err := stepSummaries(dir)
 	if err != nil {
 		return err
