@@ -23,6 +23,8 @@ const (
 	StepOrders300k        = "orders-300k"          // eos, alos, kstreams_eos, kstreams_alos; latency at 2,000/s
 	StepOrders300kHalfMax = "orders-300k-half-max" // latency at half the exactly-once maximum
 	StepOrders3M          = "orders-3m"            // eos, alos, kstreams_eos; throughput only
+	StepOrders300kThreads = "orders-300k-threads2" // eos, kstreams_eos, two threads each; throughput only
+	StepOrders3MThreads   = "orders-3m-threads2"   // the same at 3,000,000 events
 	StepCopy              = "copy"                 // 100 B and 1 KB, every variant; latency at 20,000/s
 	StepCopyHalfMax       = "copy-half-max"        // 100 B, latency at half the exactly-once maximum
 	StepScale             = "scale-r"              // + 1, 2, 3: orders eos on 12 partitions
@@ -76,7 +78,7 @@ func EvaluateTargets(dir string) ([]Target, error) {
 		return nil, fmt.Errorf("bench: targets: %s is not a directory", dir)
 	}
 	r := &fullRun{dir: dir, reports: map[string]*Report{}}
-	steps := []string{StepOrders300k, StepOrders300kHalfMax, StepOrders3M, StepCopy, StepCopyHalfMax}
+	steps := []string{StepOrders300k, StepOrders300kHalfMax, StepOrders3M, StepOrders300kThreads, StepOrders3MThreads, StepCopy, StepCopyHalfMax}
 	for i := 1; i <= 3; i++ {
 		steps = append(steps, StepScale+strconv.Itoa(i))
 	}
@@ -313,6 +315,21 @@ func (r *fullRun) ordersTargets() []Target {
 				num(eos.RecordsPerSec), num(alos.RecordsPerSec), cpuText(eos), cpuText(alos)),
 				Ratio(eos.RecordsPerSec, alos.RecordsPerSec), wantEOSOverALOSOrders))
 		}
+	}
+
+	for _, sz := range []struct{ step, label string }{
+		{StepOrders300kThreads, "300,000 events, two threads each"}, {StepOrders3MThreads, "3,000,000 events, two threads each"}} {
+		p := r.point(sz.step, "orders", 0)
+		ts = append(ts, cpuTargets(p, sz.label, 0, 0)...)
+		name := "orders EOS throughput over Kafka Streams EOS's, " + sz.label
+		eos, why := variant(p, "eos")
+		ks, why2 := variant(p, "kstreams_eos")
+		if eos == nil || ks == nil {
+			ts = append(ts, noData(name, reasons(why, why2)))
+			continue
+		}
+		ts = append(ts, Target{Name: name, Measured: fmt.Sprintf("%s / %s", rateText(eos, "events"), rateText(ks, "events")),
+			Value: fmt.Sprintf("%.3f", Ratio(eos.RecordsPerSec, ks.RecordsPerSec)), Status: Reported})
 	}
 
 	name := "orders EOS CPU per event grows ≤ 25 % from 300,000 to 3,000,000 events"

@@ -62,6 +62,10 @@ func TestEvaluateTargets(t *testing.T) {
 		"kstreams_eos": {RecordsPerSec: 24000, CPUSecPerMillion: 28, BrokerCPUSecPerMillion: 12, TotalCPUSecPerMillion: 40,
 			Cold: &ColdFigures{CPUSecPerMillion: 39.9}, Spread: map[string]Spread{"cpu_sec_per_million": {Min: 26, Max: 31, Runs: 3}}},
 	})
+	writeStep(t, dir, StepOrders300kThreads, "orders", 0, map[string]*VariantResult{
+		"eos":          {RecordsPerSec: 30000, CPUSecPerMillion: 30, BrokerCPUSecPerMillion: 10},
+		"kstreams_eos": {RecordsPerSec: 20000, CPUSecPerMillion: 30, BrokerCPUSecPerMillion: 20},
+	})
 	restore := strings.Join([]string{
 		"killed r3 (pid 4242) with SIGKILL at 75000 of 300000 committed; restarting it on its state",
 		"  r3 back: restored 0 changelog records; kill -> exit 1.42 s, restart -> ready 0.49 s, kill -> ready 1.91 s",
@@ -89,6 +93,9 @@ func TestEvaluateTargets(t *testing.T) {
 		{"orders EOS CPU per event, process + broker, over Kafka Streams EOS's, 3,000,000 events", NotMet, "1.500"},
 		{"orders EOS CPU per event, process, over Kafka Streams EOS's, 3,000,000 events", NotMet, "1.500"},
 		{"orders EOS ≥ 2.0 × Kafka Streams EOS, 300,000 events", Met, "2.000"},
+		{"orders EOS CPU per event, process + broker, over Kafka Streams EOS's, 300,000 events, two threads each", Reported, "0.800"},
+		{"orders EOS throughput over Kafka Streams EOS's, 300,000 events, two threads each", Reported, "1.500"},
+		{"orders EOS throughput over Kafka Streams EOS's, 3,000,000 events, two threads each", NoData, "–"},
 		{"orders EOS ≥ 2.0 × Kafka Streams EOS, 3,000,000 events", NotMet, "0.667"},
 		{"orders EOS ≥ 0.90 × ALOS, 300,000 events", NotMet, "0.800"},
 		{"orders EOS ≥ 0.90 × ALOS, 3,000,000 events", Met, "1.000"},
