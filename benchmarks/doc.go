@@ -26,7 +26,15 @@
 // from them on a small machine, and timing from the first commit excludes
 // start-up just as well. CPU seconds per million records are the process CPU
 // time (getrusage for in-process replicas, /proc/<pid>/stat for Kafka Streams)
-// spent in the same window, divided by the records it committed. Peak RSS is
+// spent in the same window, divided by the records it committed; with the
+// broker's CPU (Config.BrokerPids, or the embedded broker inside the
+// process) added, they are the primary figure, process + broker, which the
+// tables give first and throughput beside. With Config.ColdRecords the
+// window starts once that many records are committed, and the part before
+// is reported apart as the run's cold figures (a fresh Kafka Streams JVM
+// compiles its hot paths there). Config.Threads runs every variant at that
+// many threads per replica: Kafka Streams' num.stream.threads, onceflow's
+// processors in the process. Peak RSS is
 // VmHWM, reset before the run (in-process) or the child's own (Kafka
 // Streams). With the embedded broker the broker runs in this process: its CPU
 // and memory are in the in-process figures.
