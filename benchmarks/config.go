@@ -161,7 +161,11 @@ func (c Config) Validate() error {
 	if c.Warmup < 0 {
 		errs = append(errs, fmt.Errorf("bench: warm-up records %d is negative", c.Warmup))
 	}
-	if c.ColdRecords < 0 || c.Records > 0 && c.ColdRecords >= c.Records {
+	records := c.Records
+	if records == 0 {
+		records = DefaultRecords
+	}
+	if c.ColdRecords < 0 || records > 0 && c.ColdRecords >= records {
 		errs = append(errs, fmt.Errorf("bench: cold records %d: want 0 to fewer than the records", c.ColdRecords))
 	}
 	if c.CommitRecords < 0 {
