@@ -16,6 +16,7 @@ import (
 // Streams 4.4.0's defaults. Markdown bullets; plain text reads the same.
 func DurabilityNote() string {
 	days := int(orders.Retention.Hours() / 24)
+	def := statestore.Options{}.WithDefaults()
 	lines := []string{
 		"Durability and dedup, onceflow against the Kafka Streams peer (same broker, same input, both exactly-once through Kafka transactions):",
 		"- onceflow fsyncs its local state at every commit: one Pebble database per replica holds every task's stores, " +
@@ -29,7 +30,7 @@ func DurabilityNote() string {
 			"SHA-256 forever (no expiry; the bench input never spans %d days).", days, days),
 		fmt.Sprintf("- Memory: onceflow's Pebble has a %d MB block cache, %d MB memtables, bloom filters on every level and a read cache of %d entries; "+
 			"the peer has one RocksDB per store per task (four per task in orders) on Kafka Streams' default RocksDB configuration.",
-			statestore.DefaultCacheSize>>20, statestore.DefaultMemTableSize>>20, statestore.DefaultReadCacheEntries),
+			def.CacheSize>>20, def.MemTableSize>>20, def.ReadCacheEntries),
 	}
 	return strings.Join(lines, "\n") + "\n"
 }

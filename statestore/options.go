@@ -83,3 +83,18 @@ func (o Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// WithDefaults returns o with the sizes left zero set to the defaults Open
+// uses.
+func (o Options) WithDefaults() Options {
+	if o.CacheSize == 0 {
+		o.CacheSize = defaultCacheSize
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = defaultMemTableSize
+	}
+	if o.ReadCacheEntries == 0 {
+		o.ReadCacheEntries = defaultReadCacheEntries
+	}
+	return o
+}
