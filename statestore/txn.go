@@ -53,7 +53,8 @@ type Txn struct {
 	// Range was called on. Nil until the first Range.
 	ranged       *pebble.Batch
 	rangedStores map[string]bool
-	closed       bool // the DB was closed at Begin
+	seeker       *seeker // dedup lookups; nil until the first
+	closed       bool    // the DB was closed at Begin
 	done         bool
 	key          []byte // scratch for data keys
 	ikey         []byte // scratch for index keys
@@ -102,11 +103,15 @@ func (t *Txn) Get(store string, task Task, key []byte) (value []byte, ok bool, e
 		return nil, false, err
 	}
 	t.key = append(appendPrefix(t.key[:0], kindData, st), key...)
-	// Every data key the batch holds is in staged, so what is not there is
-	// read from the committed state.
+	// Every data key staged is in staged, so what is not there is read
+	// from the committed state.
 	cv, ok := t.staged[string(t.key)]
 	if !ok {
-		if cv, err = t.db.committed(t.key); err != nil {
+		read := t.db.get
+		if t.db.dedup[store] {
+			read = t.seek
+		}
+		if cv, err = t.db.committedBy(t.key, read); err != nil {
 			return nil, false, err
 		}
 	}
@@ -351,6 +356,7 @@ func (t *Txn) Apply(offsets map[StoreTask]int64) error {
 	if err := commit.Commit(t.db.wo); err != nil {
 		return fmt.Errorf("statestore: apply: %w", err)
 	}
+	t.db.writes.Add(1)
 	if c := t.db.cache; c != nil {
 		c.update(maps.All(t.staged))
 	}
@@ -382,6 +388,10 @@ func (t *Txn) finish() {
 		}
 	}
 	t.rangedStores = nil
+	if t.seeker != nil {
+		t.db.closeSeeker(t.seeker)
+		t.seeker = nil
+	}
 }
 
 // write stages one change of st in b, keeping a dedup store's expiry index
