@@ -139,6 +139,7 @@ func (r *Restorer) Apply(records []Change, next int64) (err error) {
 	if err := b.Commit(r.wo); err != nil {
 		return fmt.Errorf("statestore: restore %s: %w", st, err)
 	}
+	db.writes.Add(1)
 	if db.cache != nil {
 		db.cache.forget(func(yield func([]byte) bool) {
 			for _, c := range records {

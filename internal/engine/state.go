@@ -53,16 +53,39 @@ func (e *Engine) openState() error {
 	return nil
 }
 
-// produceChanges sends the transaction's unsent state changes to their
-// changelogs: after each input batch, and at commit. Only the last write of
-// each key among them is sent: a hot key (a running total) written by every
-// record of a batch costs one changelog record per batch, not one per
-// record, and a restore, which sees the transaction whole or not at all,
-// only ever needs the last value. Sending per batch rather than at commit
-// keeps the commit short: the changelog partitions join the transaction
-// (AddPartitionsToTxn) and their records are on the wire while the
-// transaction is still taking input.
+// changelogChunk is how many unsent state changes an input batch leaves
+// for later: below it, they wait for a later batch or the commit, so a
+// key written in several batches is sent once.
+//
+// Measured with BenchmarkOrders (exactly-once, 30,000 events, embedded
+// broker in the process), six pairs against sending after every batch on
+// a loaded two-core machine: 2.10 -> 1.65-1.79 changelog records per
+// event, CPU per event 24.4 -> 23.4 us (median; lower in 5 of 6 pairs),
+// throughput without a consistent difference. Sending everything at commit
+// (1.59-1.75 records per event) cost more CPU (23.5 -> 25.2 us) and
+// throughput in each of 3 pairs: the commit waited for the whole
+// changelog, and the transactions shrank under that pressure.
+const changelogChunk = 8192
+
+// produceChanges sends, after an input batch, the transaction's unsent
+// state changes to their changelogs once they are changelogChunk or more
+// (see sendChanges).
 func (d *driver) produceChanges() {
+	if len(d.txn.Changes())-d.changesSent >= changelogChunk {
+		d.sendChanges()
+	}
+}
+
+// sendChanges sends the transaction's unsent state changes to their
+// changelogs: from produceChanges, and at commit. Only the last write of
+// each key among them is sent: a hot key (a running total) written by
+// every record costs one changelog record per chunk, not one per record,
+// and a restore, which sees the transaction whole or not at all, only ever
+// needs the last value. Sending chunks as the transaction takes input,
+// rather than everything at commit, keeps the commit short: the changelog
+// partitions join the transaction (AddPartitionsToTxn) and their records
+// are on the wire while the transaction is still taking input.
+func (d *driver) sendChanges() {
 	changes := d.txn.Changes()
 	chunk := changes[d.changesSent:]
 	if len(chunk) == 0 {

@@ -45,7 +45,7 @@ func (d *driver) commit() {
 			d.fail("expire", err)
 			return
 		}
-		d.produceChanges()
+		d.sendChanges()
 	}
 	commit := d.commitOffsets
 	if d.e.cfg.ExactlyOnce {
