@@ -192,7 +192,7 @@ func (t *Txn) reindex(st StoreTask, value []byte, tombstone, absent bool) error 
 	eventID := t.key[prefixLen(st):]
 	var newMs int64
 	if !tombstone {
-		e, err := DecodeDedup(value)
+		e, err := decodeDedup(value)
 		if err != nil {
 			return fmt.Errorf("%s key %q: %w", st, eventID, err)
 		}
@@ -212,7 +212,7 @@ func (t *Txn) reindex(st StoreTask, value []byte, tombstone, absent bool) error 
 		t.index = t.db.pdb.NewIndexedBatch()
 	}
 	if prev.ok {
-		old, err := DecodeDedup(prev.v)
+		old, err := decodeDedup(prev.v)
 		if err != nil {
 			return fmt.Errorf("%s stored key %q: %w", st, eventID, err)
 		}
