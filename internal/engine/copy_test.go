@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -52,21 +54,9 @@ func TestOffsetsOnlyTransactionCommits(t *testing.T) {
 	topology.To(topology.Filter(src, func(string, string) bool { return false }), out, serde.String(), serde.String())
 	r := env.Start(env.Config(app, "r1"), compile(t, tp))
 	end := env.EndOffsets(in)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		got := env.CommittedOffsets(app, in)
-		done := len(got) == len(end)
-		for p, o := range end {
-			done = done && got[p] == o
-		}
-		if done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("committed offsets %v, want %v", got, end)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, "the offsets committed to the end "+fmt.Sprint(end), 60*time.Second, func() bool {
+		return maps.Equal(env.CommittedOffsets(app, in), end)
+	})
 	if err := r.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -163,7 +163,9 @@ func TestZombiePunctuatorCannotCommit(t *testing.T) {
 		return n
 	}
 	waitFor(t, "b's ticks", 60*time.Second, func() bool { return ticksOf("b") >= 40 })
-	time.Sleep(time.Second) // twenty more intervals for the zombie
+	// Twenty more intervals for the zombie, counted in the new owner's
+	// committed ticks (one per interval for each of the two tasks).
+	waitFor(t, "twenty more intervals of b's ticks", 60*time.Second, func() bool { return ticksOf("b") >= 80 })
 
 	var late, order []string
 	for _, r := range env.Read(out) {

@@ -77,7 +77,10 @@ func TestPunctuationKeepsPositions(t *testing.T) {
 	}
 	env.Produce(in, 30, 100)
 	waitFor(t, "the input", 60*time.Second, func() bool { return r.E.Stats().RecordsIn >= 100 })
-	time.Sleep(300 * time.Millisecond) // more punctuations after the input
+	// More punctuation-only transactions after the input: two ticks of
+	// each of the three tasks committed.
+	ticks := len(env.Read(out))
+	waitFor(t, "more punctuations after the input", 60*time.Second, func() bool { return len(env.Read(out)) >= ticks+6 })
 	r.Stop()
 	if got := r.E.Stats().RecordsIn; got != 100 {
 		t.Errorf("read %d records, want 100", got)

@@ -76,7 +76,7 @@ func TestHangingTransactionIsFencedBounded(t *testing.T) {
 		}
 		env.Produce(in, produced, 10)
 		produced += 10
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the load's pace: input keeps coming until enough hang checks have run
 	}
 	env.WaitCount(out, produced, 60*time.Second)
 	if err := r.Stop(); err != nil {
@@ -151,7 +151,7 @@ func TestClockSkewIsNoHangingTransaction(t *testing.T) {
 		}
 		env.Produce(in, produced, 10)
 		produced += 10
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the load's pace: input keeps coming until enough hang checks have run
 	}
 	env.WaitCount(out, produced, 60*time.Second)
 	if err := r.Stop(); err != nil {

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,12 +55,17 @@ func record(topic, key, value string, headers ...string) *kgo.Record {
 // stops it.
 func runUntil(t *testing.T, env *enginetest.Env, app string, tp *topology.Topology, counts map[string]int) *enginetest.Replica {
 	t.Helper()
-	r := env.Start(stateConfig(env, app, "r1", t.TempDir()), compile(t, tp))
+	g := compile(t, tp)
+	r := env.Start(stateConfig(env, app, "r1", t.TempDir()), g)
 	for topic, n := range counts {
 		env.WaitCount(topic, n, 60*time.Second)
 	}
-	// One more commit interval, so that anything more than expected shows.
-	time.Sleep(300 * time.Millisecond)
+	// Every input record's transaction has committed (its offsets with
+	// its outputs), so anything more than expected shows now.
+	for _, in := range g.SourceTopics() {
+		end := env.EndOffsets(in)
+		waitFor(t, "the input's offsets committed", 60*time.Second, func() bool { return maps.Equal(env.CommittedOffsets(app, in), end) })
+	}
 	if err := r.Stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

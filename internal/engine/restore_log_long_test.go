@@ -63,7 +63,7 @@ func TestRoutineRebalancesAndStopsAreNoWarning(t *testing.T) {
 	// processing.
 	for i, d := range []time.Duration{0, 20, 50, 100, 200, 400, 800, 1500} {
 		r := start(fmt.Sprintf("s%d", i))
-		time.Sleep(d * time.Millisecond)
+		time.Sleep(d * time.Millisecond) // the moment of the stop is what varies
 		if err := r.Stop(); err != nil {
 			t.Errorf("s%d stopped after %v with %v", i, d*time.Millisecond, err)
 		}

@@ -13,8 +13,9 @@ import (
 )
 
 // flushTopology counts records per key in a store and, every 50 ms of
-// wall clock, forwards each count and deletes it.
-func flushTopology(in, out string) *topology.Topology {
+// wall clock, forwards each count and deletes it. Each run of the
+// punctuator (one per task and interval) adds one to punctuations.
+func flushTopology(in, out string, punctuations *atomic.Int64) *topology.Topology {
 	tp := topology.New("flush")
 	src := topology.Source(tp, in, serde.String(), serde.String())
 	counts := topology.Store(tp, "pending", serde.String(), serde.Int64())
@@ -26,6 +27,7 @@ func flushTopology(in, out string) *topology.Topology {
 		return counts.Put(ctx, r.Key, n+1)
 	}, counts)
 	topology.Punctuate(buffered, topology.WallClockTime, 50*time.Millisecond, func(ctx topology.Context[string, int64], at time.Time) error {
+		punctuations.Add(1)
 		var keys []string
 		var ns []int64
 		if err := counts.Range(ctx, func(k string, n int64) bool {
@@ -65,7 +67,8 @@ func TestPunctuatorEffectsOnceAcrossCrash(t *testing.T) {
 	env := enginetest.New(t)
 	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
 	env.CreateTopic(in, 3)
-	g := compile(t, flushTopology(in, out))
+	var punctuations atomic.Int64
+	g := compile(t, flushTopology(in, out, &punctuations))
 	dir := t.TempDir()
 
 	// The replica dies after a commit, before its state reaches Pebble:
@@ -105,7 +108,10 @@ func TestPunctuatorEffectsOnceAcrossCrash(t *testing.T) {
 	r = env.Start(stateConfig(env, app, "r1", dir), g)
 	env.Produce(in, 3000, 2000)
 	waitFor(t, "every record flushed", 60*time.Second, func() bool { return flushed(env, out) >= 5000 })
-	time.Sleep(500 * time.Millisecond) // ten more flushes: anything counted twice would show
+	// Ten more flushes of each of the three tasks: anything counted twice
+	// would show.
+	ran := punctuations.Load()
+	waitFor(t, "ten more flushes", 60*time.Second, func() bool { return punctuations.Load() >= ran+30 })
 	r.Stop()
 	if got := flushed(env, out); got != 5000 {
 		t.Errorf("flushed counts add up to %d, want 5000", got)
@@ -123,9 +129,12 @@ func TestIdlePunctuatorCommitsNothing(t *testing.T) {
 	env := enginetest.New(t)
 	in, out, app := env.Name("in"), env.Name("out"), env.Name("app")
 	env.CreateTopic(in, 2)
-	r := env.Start(stateConfig(env, app, "r1", t.TempDir()), compile(t, flushTopology(in, out)))
+	var punctuations atomic.Int64
+	r := env.Start(stateConfig(env, app, "r1", t.TempDir()), compile(t, flushTopology(in, out, &punctuations)))
 	r.WaitReady(t, 60*time.Second)
-	time.Sleep(time.Second) // twenty intervals of 50 ms
+	// Twenty idle punctuations of each of the two tasks, a second at
+	// least: many commit intervals in which a transaction would commit.
+	waitFor(t, "twenty punctuations of each task", 60*time.Second, func() bool { return punctuations.Load() >= 40 })
 	if s := r.E.Stats(); s.Committed != 0 || s.Aborted != 0 {
 		t.Errorf("idle: %d transactions committed, %d aborted; want none", s.Committed, s.Aborted)
 	}

@@ -56,7 +56,7 @@ func TestSlowCommitsShrinkTransactions(t *testing.T) {
 			}
 			env.Produce(in, produced, 5)
 			produced += 5
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // the load's pace: records keep coming until the condition holds
 		}
 	}
 	feed(func() bool { return r.E.Stats().TransactionShrinks >= slow })

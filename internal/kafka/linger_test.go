@@ -57,7 +57,7 @@ func TestTransactionalProducerGathersRecords(t *testing.T) {
 	start := time.Now()
 	for end := start.Add(100 * time.Millisecond); time.Now().Before(end); sent++ {
 		p.Send(&Message{Topic: topic, Value: []byte("v")})
-		time.Sleep(200 * time.Microsecond)
+		time.Sleep(200 * time.Microsecond) // the pace of the records the producer must gather
 	}
 	if err := p.Commit(ctx); err != nil {
 		t.Fatal(err)

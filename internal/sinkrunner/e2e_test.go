@@ -190,19 +190,11 @@ func TestEndToEndKilledRunner(t *testing.T) {
 	startRunner(t, env, app, "r2", tp)
 
 	total := good + bad + lost
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	waitFor(t, fmt.Sprintf("%d keys with effects and %d dead letters", good+lost, bad), 90*time.Second, func() bool {
 		effects, _ := hook.snapshot()
-		dlq := len(env.Read(app + "-sink-hook-dlq"))
-		if len(effects) >= good+lost && dlq >= bad {
-			time.Sleep(time.Second) // anything more would be a defect
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 90 s: %d keys with effects (want %d), %d dead letters (want %d)", len(effects), good+lost, dlq, bad)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(effects) >= good+lost && len(env.Read(app+"-sink-hook-dlq")) >= bad
+	})
+	time.Sleep(time.Second) // the window in which an effect more would show: anything more would be a defect
 	if err := replica.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -239,15 +231,11 @@ func TestEndToEndKilledRunner(t *testing.T) {
 
 	// The sink that is not idempotent: each lost-* delivery was sent once
 	// and parked.
-	deadline = time.Now().Add(30 * time.Second)
-	for {
+	waitFor(t, fmt.Sprintf("%d keys sent to the sink that is not idempotent", total-bad), 30*time.Second, func() bool {
 		_, lcalls := legacy.snapshot()
-		if len(lcalls) >= total-bad || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond) // a second call would come now
+		return len(lcalls) >= total-bad
+	})
+	time.Sleep(500 * time.Millisecond) // the window in which a second call would come
 	_, lcalls := legacy.snapshot()
 	for _, r := range env.Read(app + "-sink-legacy") {
 		key := r.Headers["onceflow-idempotency-key"]

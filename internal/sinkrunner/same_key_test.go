@@ -24,7 +24,7 @@ func (s *slowSink) Deliver(ctx context.Context, d sinks.Delivery) error {
 	s.mu.Lock()
 	s.calls[d.IdempotencyKey]++
 	s.mu.Unlock()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the slow downstream: deliveries of different record keys overlap
 	return nil
 }
 

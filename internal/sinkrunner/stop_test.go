@@ -70,13 +70,14 @@ func TestStopDuringStartIsClean(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- newRunner(&log).Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(log.String(), "waiting for the outbox topic") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the runner does not wait for its outbox:\n%s", log.String())
+	defer func() {
+		if t.Failed() {
+			t.Logf("the runner's log:\n%s", log.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}()
+	waitFor(t, "the runner waiting for its outbox", 30*time.Second, func() bool {
+		return strings.Contains(log.String(), "waiting for the outbox topic")
+	})
 	cancel()
 	select {
 	case err := <-done:

@@ -139,7 +139,7 @@ func TestSameIdempotencyKeyRightAfterItsSuccessIsSkipped(t *testing.T) {
 	s := &orderSink{effects: map[string]int{}}
 	slow := func(key string, e sinkrunner.Entry) error {
 		if e.State == sinkrunner.Succeeded {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // the fault: a slow success write, so the second record is read before it lands
 		}
 		return nil
 	}

@@ -45,13 +45,14 @@ func TestOutcomesOfPurgedOutboxDeliveries(t *testing.T) {
 	go func() { done <- p.Run(ctx) }()
 	outbox := app + "-sink-hook"
 	sinksGroup := app + "-sinks"
-	deadline := time.Now().Add(60 * time.Second)
-	for delivered.Load() < 30 || e.CommittedOffsets(sinksGroup, outbox)[0] < 30 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d deliveries, committed %v", delivered.Load(), e.CommittedOffsets(sinksGroup, outbox))
+	defer func() {
+		if t.Failed() {
+			t.Logf("%d deliveries, committed %v", delivered.Load(), e.CommittedOffsets(sinksGroup, outbox))
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}()
+	enginetest.WaitFor(t, "30 deliveries with their outbox offsets committed", 60*time.Second, func() bool {
+		return delivered.Load() >= 30 && e.CommittedOffsets(sinksGroup, outbox)[0] >= 30
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
