@@ -95,7 +95,7 @@ func (p *outputPolicy) checkSize(topic string, key, value []byte, headers []grap
 // checkChange refuses a state change whose changelog record would exceed
 // the limit.
 func (d *driver) checkChange(store string, key, value []byte) error {
-	return d.policy.checkSize(d.e.restorer.stores[store].topic, key, value, nil, nil)
+	return d.em.policy.checkSize(d.e.restorer.stores[store].topic, key, value, nil, nil)
 }
 
 // fitRejected cuts a rejected record until it fits the rejected topic:

@@ -95,13 +95,11 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	h.tasks.ready(e.tasksOf(s.Claims()))
 	batches := make(chan kafka.Batch, 64)
 	h.d = &driver{e: e, s: s, p: e.conn.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
-		starts: map[string]map[int32]int64{}, internal: map[string]bool{}, pending: newTally(),
+		starts: map[string]map[int32]int64{}, pending: newTally(),
 		ctl: make(chan func()), active: map[topicPartition]uint64{}, gen: md.GenerationID,
-		observers: e.commitObservers(), policy: &e.output}
-	for _, t := range e.g.LinkTopics() {
-		h.d.internal[t] = true
-	}
+		observers: e.commitObservers(), em: newEmitter(&e.output, e.g, e.log)}
 	h.d.state = h.d.newTaskState()
+	h.d.em.state = h.d.state
 	h.d.exec = taskstate.NewExecutor(h.d.state)
 	h.done = make(chan struct{})
 	go func() {
@@ -193,24 +191,17 @@ type driver struct {
 	active map[topicPartition]uint64
 	gen    int32 // the generation last seen
 
-	open         bool // a transaction (or an at-least-once interval) has records
-	failed       bool // the session is being rewound; process nothing more
-	offsets      map[string]map[int32]int64
-	starts       map[string]map[int32]int64 // offset of each partition's first record in the transaction
-	records      int
-	bytes        int // input keys and values in the open transaction
-	started      time.Time
-	out          []kafka.Message // outputs and rejections of the record being processed
-	rejects      []string        // reasons of the record's rejections
-	pending      tally           // what the open transaction will count when it commits
-	lineage      string
-	lineageBytes []byte
-	lineageArena []byte    // free room of the current lineage chunk
-	batchNow     time.Time // the clock when the batch being processed began; zero outside one
-	inRecord     *kafka.Record
+	open    bool // a transaction (or an at-least-once interval) has records
+	failed  bool // the session is being rewound; process nothing more
+	offsets map[string]map[int32]int64
+	starts  map[string]map[int32]int64 // offset of each partition's first record in the transaction
+	records int
+	bytes   int // input keys and values in the open transaction
+	started time.Time
+	pending tally    // what the open transaction will count when it commits
+	em      *emitter // what the record in flight emits and rejects (emitter.go)
 
-	internal map[string]bool // repartition topics
-	fence    fence           // the generation proof of transactions without input (fence.go)
+	fence fence // the generation proof of transactions without input (fence.go)
 
 	// State (topologies with stores).
 	txn         *statestore.Txn
@@ -225,11 +216,9 @@ type driver struct {
 
 	// Punctuators (timers.go).
 	sched           graph.Schedule
-	punctRecord     kafka.Record             // stands for the input record of a punctuation
 	streamTimerRefs map[int][]graph.TimerRef // by sub-topology
 
 	observers []commitObserver // learn of each commit and abort (observers.go)
-	policy    *outputPolicy    // refuses outputs the topics would refuse (output.go)
 }
 
 // maxTxnBytes commits a transaction early once its input records' keys

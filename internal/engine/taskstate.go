@@ -22,13 +22,13 @@ func (d *driver) newTaskState() *taskstate.State {
 		MaxClockSkew: e.cfg.MaxClockSkew,
 		Now:          e.cfg.Now,
 		CheckChange:  d.checkChange,
-		Source:       d.source,
+		Source:       d.em.source,
 		Skewed: func(task statestore.Task, ts time.Time) {
 			e.m.skewed.Inc()
 			if !logged[task] {
 				logged[task] = true
 				e.log.Warn("record timestamp is beyond the wall clock plus the allowed skew; stream time advances only to that bound (logged once per task and session)",
-					"task", task.String(), "source", d.source(), "timestamp", ts, "max_clock_skew", e.cfg.MaxClockSkew)
+					"task", task.String(), "source", d.em.source(), "timestamp", ts, "max_clock_skew", e.cfg.MaxClockSkew)
 			}
 		},
 	})

@@ -156,15 +156,9 @@ func (d *driver) firstSource(sub int) *graph.Node {
 // leaves nothing and is logged; the error returned is a state failure
 // (the transaction cannot go on).
 func (d *driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time, after string) error {
-	d.out = d.out[:0]
-	d.rejects = d.rejects[:0]
-	lineage := wire.PunctuatorSource(tm.Node.Name, task.SubTopology, task.Partition)
+	d.em.punctuation(tm.Node.Name, task, at)
 	d.fence.wrote(task)
-	d.punctRecord = kafka.Record{Partition: task.Partition, Offset: -1, Timestamp: at}
-	d.inRecord = &d.punctRecord
-	d.lineage = lineage
-	d.lineageBytes = []byte(lineage)
-	if o := d.exec.Punctuate(tm, task, at, after, d); o.Kind == taskstate.Failed {
+	if o := d.exec.Punctuate(tm, task, at, after, d.em); o.Kind == taskstate.Failed {
 		d.e.log.Error("punctuation failed; its state changes and outputs are discarded, it runs again at its next interval",
 			"node", tm.Node.Name, "task", taskName(task.SubTopology, task.Partition), "at", at, "error", o.Err)
 	}
