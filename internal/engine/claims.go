@@ -319,7 +319,7 @@ func (d *driver) release(tp topicPartition, claim uint64, task statestore.Task) 
 	if d.active[tp] != claim {
 		return
 	}
-	if d.open && !d.failed {
+	if d.iv.open && !d.failed {
 		d.commit()
 	}
 	delete(d.active, tp)

@@ -14,13 +14,13 @@ import (
 
 func (d *driver) process(b kafka.Batch) {
 	d.e.commits.progress.received(b.Topic, b.Partition)
-	if !d.open && !d.begin() {
+	if !d.iv.open && !d.begin() {
 		return
 	}
 	e := d.e
 	d.em.now = e.cfg.Now()
 	defer func() { d.em.now = time.Time{} }()
-	d.noteStart(b)
+	d.iv.starting(b)
 	src := e.g.Source(b.Topic)
 	sub := e.g.SubTopologyOf(b.Topic)
 	task := taskName(sub, b.Partition)
@@ -51,15 +51,7 @@ func (d *driver) process(b kafka.Batch) {
 		d.fail("produce", err)
 		return
 	}
-	parts := d.offsets[b.Topic]
-	if parts == nil {
-		parts = map[int32]int64{}
-		d.offsets[b.Topic] = parts
-	}
-	parts[b.Partition] = b.Records[len(b.Records)-1].Offset + 1
-	d.records += len(b.Records)
-	d.bytes += b.Bytes
-	d.pending.in[task] += len(b.Records)
+	d.iv.consumed(b, task)
 }
 
 // handle runs one record through the graph (taskstate.Executor): its
@@ -95,10 +87,10 @@ func (d *driver) stage() error {
 	}
 	for i := range d.em.out {
 		d.p.Send(&d.em.out[i])
-		d.pending.out[d.em.out[i].Topic]++
+		d.iv.pending.out[d.em.out[i].Topic]++
 	}
 	for _, reason := range d.em.rejects {
-		d.pending.rejected[reason]++
+		d.iv.pending.rejected[reason]++
 	}
 	return nil
 }

@@ -94,8 +94,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	}
 	h.tasks.ready(e.tasksOf(s.Claims()))
 	batches := make(chan kafka.Batch, 64)
-	h.d = &driver{e: e, s: s, p: e.conn.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
-		starts: map[string]map[int32]int64{}, pending: newTally(),
+	h.d = &driver{e: e, s: s, p: e.conn.producer, keep: keep, batches: batches, finish: make(chan struct{}), iv: newInterval(),
 		ctl: make(chan func()), active: map[topicPartition]uint64{}, gen: md.GenerationID,
 		observers: e.commitObservers(), em: newEmitter(&e.output, e.g, e.log)}
 	h.d.state = h.d.newTaskState()
@@ -191,15 +190,9 @@ type driver struct {
 	active map[topicPartition]uint64
 	gen    int32 // the generation last seen
 
-	open    bool // a transaction (or an at-least-once interval) has records
-	failed  bool // the session is being rewound; process nothing more
-	offsets map[string]map[int32]int64
-	starts  map[string]map[int32]int64 // offset of each partition's first record in the transaction
-	records int
-	bytes   int // input keys and values in the open transaction
-	started time.Time
-	pending tally    // what the open transaction will count when it commits
-	em      *emitter // what the record in flight emits and rejects (emitter.go)
+	iv     *interval // the open transaction's bookkeeping (interval.go)
+	failed bool      // the session is being rewound; process nothing more
+	em     *emitter  // what the record in flight emits and rejects (emitter.go)
 
 	fence fence // the generation proof of transactions without input (fence.go)
 
@@ -212,8 +205,6 @@ type driver struct {
 	seen        map[changeKey]struct{} // scratch of produceChanges
 	send        []bool                 // scratch of produceChanges
 
-	deadline *time.Timer
-
 	// Punctuators (timers.go).
 	sched           graph.Schedule
 	streamTimerRefs map[int][]graph.TimerRef // by sub-topology
@@ -221,20 +212,10 @@ type driver struct {
 	observers []commitObserver // learn of each commit and abort (observers.go)
 }
 
-// maxTxnBytes commits a transaction early once its input records' keys
-// and values reach it. Until the commit, the producer may hold every
-// output of the transaction (sarama buffers records by count, thousands
-// per stage), and outputs share or outgrow their input's bytes: so a slow
-// output cluster holds at most about this much, whatever the records'
-// size, instead of thousands of large records.
-const maxTxnBytes = 16 << 20
-
 func (d *driver) run() {
 	// The deadline of the open transaction: one commit interval after it
 	// began (armed by begin, so a transaction never runs longer).
-	d.deadline = time.NewTimer(time.Hour)
-	d.deadline.Stop()
-	defer d.deadline.Stop()
+	defer d.iv.deadline.Stop()
 	wall, wallC := d.wallTick()
 	if wall != nil {
 		defer wall.Stop()
@@ -252,18 +233,18 @@ func (d *driver) run() {
 				continue
 			}
 			d.process(b)
-			if d.open && (d.records >= d.e.commits.size.records || d.bytes >= maxTxnBytes) {
+			if d.iv.full(d.e.commits.size.records) {
 				d.commit()
 			}
-		case <-d.deadline.C:
-			if d.open && !d.failed {
+		case <-d.iv.deadline.C:
+			if d.iv.open && !d.failed {
 				d.commit()
 			}
 		case <-d.finish:
 			if d.e.life.crashed.Load() {
 				return
 			}
-			if d.open && !d.failed {
+			if d.iv.open && !d.failed {
 				d.commit()
 			}
 			return

@@ -94,7 +94,7 @@ func (d *driver) wallTimers() {
 				if !d.sched.Due(tm, p, now) {
 					continue
 				}
-				if !d.open {
+				if !d.iv.open {
 					if !d.begin() {
 						return
 					}
@@ -115,7 +115,7 @@ func (d *driver) wallTimers() {
 // idle reports whether the open transaction holds nothing: no input, no
 // output or rejection, no state change.
 func (d *driver) idle() bool {
-	return d.records == 0 && len(d.offsets) == 0 && len(d.pending.out) == 0 && len(d.pending.rejected) == 0 &&
+	return d.iv.empty() &&
 		(d.txn == nil || d.txn.Empty())
 }
 

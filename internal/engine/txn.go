@@ -29,9 +29,7 @@ func (d *driver) begin() bool {
 		d.changesSent = 0
 		d.p.ResetTracked()
 	}
-	d.open = true
-	d.started = time.Now()
-	d.deadline.Reset(d.e.commits.size.interval)
+	d.iv.begin(d.e.commits.size.interval)
 	return true
 }
 
@@ -60,8 +58,8 @@ func (d *driver) commit() {
 	if d.s.Metadata().GenerationID != d.gen {
 		d.claimsChanged()
 	}
-	d.notifyCommitted(commitInfo{offsets: d.offsets, tally: d.pending, records: d.records,
-		took: time.Since(start), age: time.Since(d.started)})
+	d.notifyCommitted(commitInfo{offsets: d.iv.offsets, tally: d.iv.pending, records: d.iv.records,
+		took: time.Since(start), age: d.iv.age()})
 	if d.txn != nil && !d.apply(began) {
 		return
 	}
@@ -90,7 +88,7 @@ func (d *driver) commitTransaction() (release func(), step string, err error) {
 	// Every transaction proves the generation (fence.go): one opened by
 	// a wall-clock punctuator, which consumed nothing, with its tasks'
 	// positions unchanged.
-	offsets := d.offsets
+	offsets := d.iv.offsets
 	if len(offsets) == 0 {
 		if offsets, err = d.proof(ctx); err != nil {
 			return release, "positions", err
@@ -105,7 +103,7 @@ func (d *driver) commitTransaction() (release func(), step string, err error) {
 	if err := d.commitTxn(ctx); err != nil {
 		return release, "commit", err
 	}
-	d.fence.committed(d.offsets)
+	d.fence.committed(d.iv.offsets)
 	return release, "", nil
 }
 
@@ -123,7 +121,7 @@ func (d *driver) commitOffsets() (release func(), step string, err error) {
 		return release, "flush", err
 	}
 	hold := d.hold()
-	err = d.p.CommitOffsets(ctx, d.offsets, d.s.Metadata())
+	err = d.p.CommitOffsets(ctx, d.iv.offsets, d.s.Metadata())
 	hold()
 	if err != nil {
 		return release, "commit offsets", err
@@ -202,12 +200,7 @@ func (d *driver) commitTxn(ctx context.Context) error {
 }
 
 func (d *driver) reset() {
-	d.deadline.Stop()
-	d.open = false
-	d.records, d.bytes = 0, 0
-	clear(d.offsets)
-	clear(d.starts)
-	d.pending.clear()
+	d.iv.reset()
 	d.fence.reset()
 }
 
@@ -257,7 +250,7 @@ func (d *driver) fail(step string, err error) {
 		// An abandoned producer is not asked: sarama's call still holds it.
 		state = d.p.State()
 	}
-	d.notifyAborted(abortInfo{step: step, err: err, state: state, timedOut: timedOut, age: time.Since(d.started)})
+	d.notifyAborted(abortInfo{step: step, err: err, state: state, timedOut: timedOut, age: d.iv.age()})
 	if timedOut {
 		e.log.Warn("transaction step timed out; dropping the producer and rewinding", "step", step, "deadline", e.cfg.Timeouts.Commit, "error", err)
 	} else {
@@ -293,7 +286,7 @@ func (d *driver) fail(step string, err error) {
 	} else {
 		d.p.Reset()
 	}
-	stop := e.commits.repeats.failed(d.starts, step, err)
+	stop := e.commits.repeats.failed(d.iv.starts, step, err)
 	d.reset()
 	d.failed = true
 	if stop != nil {
