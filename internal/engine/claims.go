@@ -305,7 +305,7 @@ func (d *driver) activate(tp topicPartition, claim uint64, added bool, task stat
 			}
 		}
 		e.restorer.sizes.own(d.keep.owned)
-		d.state.ForgetTask(task) // recovered from the restored state when needed
+		d.st.state.ForgetTask(task) // recovered from the restored state when needed
 	}
 	d.claimsChanged()
 }
@@ -334,7 +334,7 @@ func (d *driver) release(tp topicPartition, claim uint64, task statestore.Task) 
 		}
 	}
 	if !left {
-		d.state.ForgetTask(task)
+		d.st.state.ForgetTask(task)
 		var gone []statestore.StoreTask
 		d.keep.owned = slices.DeleteFunc(d.keep.owned, func(st statestore.StoreTask) bool {
 			if st.Task == task {

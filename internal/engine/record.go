@@ -24,7 +24,7 @@ func (d *driver) process(b kafka.Batch) {
 	src := e.g.Source(b.Topic)
 	sub := e.g.SubTopologyOf(b.Topic)
 	task := taskName(sub, b.Partition)
-	d.state.SetTask(statestore.Task{SubTopology: sub, Partition: b.Partition})
+	d.st.state.SetTask(statestore.Task{SubTopology: sub, Partition: b.Partition})
 	if n := len(b.Records); n > 0 {
 		e.m.lag(b.Topic, b.Partition).Set(float64(max(b.HighWaterMark-b.Records[n-1].Offset-1, 0)))
 	}
@@ -43,8 +43,8 @@ func (d *driver) process(b kafka.Batch) {
 		d.fail("state", err)
 		return
 	}
-	if d.txn != nil {
-		d.produceChanges()
+	if d.st.open() {
+		d.st.sendChanges(d.p)
 	}
 	if err := d.p.Err(); err != nil {
 		e.m.commitFailures.WithLabelValues("produce").Inc()
@@ -66,7 +66,7 @@ func (d *driver) process(b kafka.Batch) {
 func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 	d.em.record(r)
 	in := graph.Input{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Headers: r.Headers, Value: r.Value, Timestamp: r.Timestamp}
-	o, err := d.exec.Execute(src, in, r.Key, d.em)
+	o, err := d.st.exec.Execute(src, in, r.Key, d.em)
 	if err != nil {
 		return err
 	}
@@ -80,10 +80,8 @@ func (d *driver) handle(src *graph.Node, r *kafka.Record) error {
 // writes into the Txn, its outputs and rejections to the producer. They
 // are counted when the transaction commits.
 func (d *driver) stage() error {
-	if d.txn != nil {
-		if err := d.state.Commit(); err != nil {
-			return err
-		}
+	if err := d.st.stage(); err != nil {
+		return err
 	}
 	for i := range d.em.out {
 		d.p.Send(&d.em.out[i])

@@ -14,8 +14,6 @@ import (
 
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/internal/taskstate"
-	"github.com/onceflow/onceflow/statestore"
 )
 
 // handler receives one group session at a time.
@@ -97,9 +95,8 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	h.d = &driver{e: e, s: s, p: e.conn.producer, keep: keep, batches: batches, finish: make(chan struct{}), iv: newInterval(),
 		ctl: make(chan func()), active: map[topicPartition]uint64{}, gen: md.GenerationID,
 		observers: e.commitObservers(), em: newEmitter(&e.output, e.g, e.log)}
-	h.d.state = h.d.newTaskState()
-	h.d.em.state = h.d.state
-	h.d.exec = taskstate.NewExecutor(h.d.state)
+	h.d.st = newStateTxn(e, h.d.em)
+	h.d.em.state = h.d.st.state
 	h.done = make(chan struct{})
 	go func() {
 		defer close(h.done)
@@ -197,13 +194,8 @@ type driver struct {
 	fence fence // the generation proof of transactions without input (fence.go)
 
 	// State (topologies with stores).
-	txn         *statestore.Txn
-	keep        keeper
-	state       *taskstate.State
-	exec        *taskstate.Executor // runs records and punctuations on state
-	changesSent int
-	seen        map[changeKey]struct{} // scratch of produceChanges
-	send        []bool                 // scratch of produceChanges
+	st   *stateTxn // the task state and its transaction (statetxn.go)
+	keep keeper
 
 	// Punctuators (timers.go).
 	sched           graph.Schedule

@@ -1,13 +1,10 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
-	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/statestore"
 )
 
@@ -51,88 +48,4 @@ func (e *Engine) openState() error {
 		e.restorer.byTopic[s.topic] = name
 	}
 	return nil
-}
-
-// produceChanges sends the transaction's unsent state changes to their
-// changelogs: after each input batch, and at commit. Only the last write of
-// each key among them is sent: a hot key (a running total) written by every
-// record of a batch costs one changelog record per batch, not one per
-// record, and a restore, which sees the transaction whole or not at all,
-// only ever needs the last value. Sending per batch rather than at commit
-// keeps the commit short: the changelog partitions join the transaction
-// (AddPartitionsToTxn) and their records are on the wire while the
-// transaction is still taking input.
-func (d *driver) produceChanges() {
-	changes := d.txn.Changes()
-	chunk := changes[d.changesSent:]
-	if len(chunk) == 0 {
-		return
-	}
-	// Walk back from the newest change: the first time a key is met is its
-	// last write in the chunk, the one to send.
-	if d.seen == nil {
-		d.seen = map[changeKey]struct{}{}
-	}
-	clear(d.seen)
-	d.send = slices.Grow(d.send[:0], len(chunk))[:len(chunk)]
-	for i := len(chunk) - 1; i >= 0; i-- {
-		c := &chunk[i]
-		k := changeKey{c.Store, c.Task, string(c.Key)}
-		_, later := d.seen[k]
-		d.send[i] = !later
-		if !later {
-			d.seen[k] = struct{}{}
-		}
-	}
-	sent := len(d.seen)
-	now := time.Now()
-	collapsed := len(chunk) - sent
-	for i, c := range chunk {
-		if !d.send[i] {
-			continue
-		}
-		s := d.e.restorer.stores[c.Store]
-		var value []byte
-		if !c.Tombstone {
-			value = c.Value
-		}
-		d.p.Send(&kafka.Message{Topic: s.topic, Partition: c.Task.Partition, Key: c.Key, Value: value, Track: true, Timestamp: now})
-	}
-	d.changesSent = len(changes)
-	d.e.m.stateChanges.WithLabelValues("sent").Add(float64(sent))
-	d.e.m.stateChanges.WithLabelValues("collapsed").Add(float64(collapsed))
-}
-
-// changeKey identifies a state key across stores and tasks.
-type changeKey struct {
-	store string
-	task  statestore.Task
-	key   string
-}
-
-// applyState writes the committed transaction's state to Pebble with each
-// touched task's changelog offset.
-func (d *driver) applyState() error {
-	if h := d.e.cfg.Hooks.ApplyError; h != nil {
-		if err := h(); err != nil {
-			return err
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), d.e.cfg.Timeouts.Transaction)
-	defer cancel()
-	tracked, err := d.p.TrackedOffsets(ctx)
-	if err != nil {
-		return fmt.Errorf("changelog offsets: %w", err)
-	}
-	offsets := map[statestore.StoreTask]int64{}
-	for topic, parts := range tracked {
-		name, ok := d.e.restorer.byTopic[topic]
-		if !ok {
-			continue
-		}
-		for p, off := range parts {
-			offsets[statestore.StoreTask{Store: name, Task: statestore.Task{SubTopology: d.e.restorer.stores[name].sub, Partition: p}}] = off
-		}
-	}
-	return d.txn.Apply(offsets)
 }

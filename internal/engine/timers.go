@@ -47,7 +47,7 @@ func (d *driver) streamTimers(b *kafka.Batch, task statestore.Task) error {
 		}
 	}
 	timers := d.streamTimerRefs[task.SubTopology]
-	if len(timers) == 0 || d.txn == nil {
+	if len(timers) == 0 || !d.st.open() {
 		return nil
 	}
 	var latest time.Time
@@ -56,11 +56,11 @@ func (d *driver) streamTimers(b *kafka.Batch, task statestore.Task) error {
 			latest = ts
 		}
 	}
-	d.state.SetTask(task)
-	if _, err := d.state.ObserveTime(latest); err != nil {
+	d.st.state.SetTask(task)
+	if _, err := d.st.state.ObserveTime(latest); err != nil {
 		return err
 	}
-	now := d.state.StreamTime(task)
+	now := d.st.state.StreamTime(task)
 	last := &b.Records[len(b.Records)-1]
 	after := wire.Source(last.Topic, last.Partition, last.Offset)
 	for _, tm := range timers {
@@ -116,7 +116,7 @@ func (d *driver) wallTimers() {
 // output or rejection, no state change.
 func (d *driver) idle() bool {
 	return d.iv.empty() &&
-		(d.txn == nil || d.txn.Empty())
+		d.st.empty()
 }
 
 // closeIdle ends an open transaction that holds nothing. With nothing
@@ -131,11 +131,7 @@ func (d *driver) closeIdle() {
 			return
 		}
 	}
-	if d.txn != nil {
-		d.txn.Discard()
-		d.txn = nil
-		d.state.Begin(nil)
-	}
+	d.st.discard()
 	d.reset()
 }
 
@@ -158,7 +154,7 @@ func (d *driver) firstSource(sub int) *graph.Node {
 func (d *driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time, after string) error {
 	d.em.punctuation(tm.Node.Name, task, at)
 	d.fence.wrote(task)
-	if o := d.exec.Punctuate(tm, task, at, after, d.em); o.Kind == taskstate.Failed {
+	if o := d.st.exec.Punctuate(tm, task, at, after, d.em); o.Kind == taskstate.Failed {
 		d.e.log.Error("punctuation failed; its state changes and outputs are discarded, it runs again at its next interval",
 			"node", tm.Node.Name, "task", taskName(task.SubTopology, task.Partition), "at", at, "error", o.Err)
 	}

@@ -23,12 +23,7 @@ func (d *driver) begin() bool {
 			return false
 		}
 	}
-	if d.e.restorer.db != nil {
-		d.txn = d.e.restorer.db.Begin()
-		d.state.Begin(d.txn)
-		d.changesSent = 0
-		d.p.ResetTracked()
-	}
+	d.st.begin(d.p)
 	d.iv.begin(d.e.commits.size.interval)
 	return true
 }
@@ -38,12 +33,12 @@ func (d *driver) begin() bool {
 func (d *driver) commit() {
 	start := time.Now()
 	began := d.e.cfg.Now()
-	if d.txn != nil {
-		if err := d.expireDedup(); err != nil {
+	if d.st.open() {
+		if err := d.st.expireDedup(); err != nil {
 			d.fail("expire", err)
 			return
 		}
-		d.produceChanges()
+		d.st.sendChanges(d.p)
 	}
 	commit := d.commitOffsets
 	if d.e.cfg.ExactlyOnce {
@@ -60,7 +55,7 @@ func (d *driver) commit() {
 	}
 	d.notifyCommitted(commitInfo{offsets: d.iv.offsets, tally: d.iv.pending, records: d.iv.records,
 		took: time.Since(start), age: d.iv.age()})
-	if d.txn != nil && !d.apply(began) {
+	if d.st.open() && !d.apply(began) {
 		return
 	}
 	d.reset()
@@ -139,7 +134,7 @@ func (d *driver) apply(began time.Time) bool {
 		d.failed = true // as if crashed: process nothing more
 		return false
 	}
-	if err := d.applyState(); err != nil {
+	if err := d.st.apply(d.p); err != nil {
 		// Kafka has the transaction; local state does not. The next
 		// session restores the tail from the changelog. The producer
 		// is created again first: its InitProducerId waits until the
@@ -151,17 +146,13 @@ func (d *driver) apply(began time.Time) bool {
 		e.rewind()
 		return false
 	}
-	d.txn = nil
-	d.state.Begin(nil)
 	d.keep.committed(e.restorer, began)
 	return true
 }
 
 // discard drops the local state transaction and the interval.
 func (d *driver) discard() {
-	d.txn.Discard()
-	d.txn = nil
-	d.state.Begin(nil)
+	d.st.discard()
 	d.reset()
 }
 
@@ -276,11 +267,7 @@ func (d *driver) fail(step string, err error) {
 		// alone: the records are consumed again and sent again.
 		drop = false
 	}
-	if d.txn != nil {
-		d.txn.Discard()
-		d.txn = nil
-		d.state.Begin(nil)
-	}
+	d.st.discard()
 	if drop {
 		d.dropProducer()
 	} else {
