@@ -1,7 +1,8 @@
 package engine
 
 // The transaction driver: begin, commit with its deadline and retries,
-// the tally counted at commit, and failure: abort, rewind, drop the producer.
+// the tally counted at commit, and failure: notify, recover the producer
+// (failure.go), rewind.
 
 import (
 	"context"
@@ -230,45 +231,19 @@ func (t tally) clear() {
 	clear(t.rejected)
 }
 
-// fail aborts the open transaction (or, when that is impossible, drops the
-// producer so it is created again with the same transactional id, which
-// aborts the transaction on the broker) and rewinds the session.
+// fail ends a failed transaction: its observers learn of it, the producer
+// recovers as the failure policy decides (failure.go), the state
+// transaction is discarded, and the session rewinds, or the replica stops
+// when the same input keeps failing (repeats).
 func (d *driver) fail(step string, err error) {
 	e := d.e
-	timedOut := errors.Is(err, kafka.ErrCallTimeout)
-	state := kafka.TxnReady
-	if e.cfg.ExactlyOnce && !timedOut {
-		// An abandoned producer is not asked: sarama's call still holds it.
-		state = d.p.State()
-	}
-	d.notifyAborted(abortInfo{step: step, err: err, state: state, timedOut: timedOut, age: d.iv.age()})
-	if timedOut {
-		e.log.Warn("transaction step timed out; dropping the producer and rewinding", "step", step, "deadline", e.cfg.Timeouts.Commit, "error", err)
-	} else {
-		e.log.Warn("transaction failed; rewinding", "step", step, "state", state, "error", err)
-	}
-	drop := errors.Is(err, errUnknownOutcome) || kafka.IsFenced(err) || timedOut
-	if e.cfg.ExactlyOnce && !drop {
-		switch state {
-		case kafka.TxnOpen, kafka.TxnAbortable:
-			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
-			aerr := d.p.Abort(ctx)
-			cancel()
-			if aerr != nil {
-				e.log.Warn("abort failed; recreating producer", "error", aerr)
-				drop = true
-			}
-		case kafka.TxnFatal, kafka.TxnUnknown:
-			drop = true
-		}
-	}
-	if !e.cfg.ExactlyOnce && !errors.Is(err, context.DeadlineExceeded) && !timedOut {
-		// An at-least-once producer with failed sends is reset by the rewind
-		// alone: the records are consumed again and sent again.
-		drop = false
+	state := d.aborted(step, err)
+	rec := recoveryFor(e.cfg.ExactlyOnce, state, err)
+	if rec == recoverAbort {
+		rec = d.abort()
 	}
 	d.st.discard()
-	if drop {
+	if rec == recoverDrop {
 		d.dropProducer()
 	} else {
 		d.p.Reset()
@@ -281,6 +256,35 @@ func (d *driver) fail(step string, err error) {
 		return
 	}
 	e.rewind()
+}
+
+// aborted tells the observers and the log of a failed transaction, and
+// returns the producer's transaction state.
+func (d *driver) aborted(step string, err error) kafka.TxnState {
+	e := d.e
+	a := abortInfo{step: step, err: err, state: kafka.TxnReady, timedOut: errors.Is(err, kafka.ErrCallTimeout), age: d.iv.age()}
+	if e.cfg.ExactlyOnce && !a.timedOut {
+		a.state = d.p.State() // an abandoned producer is not asked: sarama's call still holds it
+	}
+	d.notifyAborted(a)
+	if a.timedOut {
+		e.log.Warn("transaction step timed out; dropping the producer and rewinding", "step", step, "deadline", e.cfg.Timeouts.Commit, "error", err)
+	} else {
+		e.log.Warn("transaction failed; rewinding", "step", step, "state", a.state, "error", err)
+	}
+	return a.state
+}
+
+// abort aborts a failed transaction within the commit deadline: the
+// producer is reset after it, or dropped when the abort failed.
+func (d *driver) abort() recovery {
+	ctx, cancel := context.WithTimeout(context.Background(), d.e.cfg.Timeouts.Commit)
+	defer cancel()
+	if err := d.p.Abort(ctx); err != nil {
+		d.e.log.Warn("abort failed; recreating producer", "error", err)
+		return recoverDrop
+	}
+	return recoverReset
 }
 
 // dropProducer closes the producer; the engine creates a new one with the
