@@ -52,6 +52,13 @@ func (f *fence) wrote(t statestore.Task) {
 	f.tasks[t] = true
 }
 
+// forget drops what the session knows of a partition it no longer claims.
+func (f *fence) forget(tp topicPartition) {
+	if f.known[tp.topic] != nil {
+		delete(f.known[tp.topic], tp.partition)
+	}
+}
+
 // reset forgets the open transaction's tasks.
 func (f *fence) reset() { clear(f.tasks) }
 
@@ -63,7 +70,7 @@ func (d *driver) proof(ctx context.Context) (map[string]map[int32]int64, error) 
 	g := d.e.g
 	want := map[string][]int32{}
 	var missing map[string][]int32
-	for topic, parts := range d.claims() {
+	for topic, parts := range d.tasks.claims() {
 		if g.Source(topic) == nil {
 			continue
 		}

@@ -92,8 +92,8 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	}
 	h.tasks.ready(e.tasksOf(s.Claims()))
 	batches := make(chan kafka.Batch, 64)
-	h.d = &driver{e: e, s: s, p: e.conn.producer, keep: keep, batches: batches, finish: make(chan struct{}), iv: newInterval(),
-		ctl: make(chan func()), active: map[topicPartition]uint64{}, gen: md.GenerationID,
+	h.d = &driver{e: e, s: s, p: e.conn.producer, tasks: newTaskSet(e.g, md.GenerationID, keep), batches: batches, finish: make(chan struct{}), iv: newInterval(),
+		ctl:       make(chan func()),
 		observers: e.commitObservers(), em: newEmitter(&e.output, e.g, e.log)}
 	h.d.st = newStateTxn(e, h.d.em)
 	h.d.em.state = h.d.st.state
@@ -164,7 +164,7 @@ func (h *handler) Cleanup(s kafka.Session) error {
 			h.e.m.dropLag(topic, p)
 		}
 	}
-	for tp := range h.d.active {
+	for tp := range h.d.tasks.active {
 		h.e.m.dropLag(tp.topic, tp.partition)
 	}
 	h.e.log.Debug("session ended", "generation", s.Metadata().GenerationID)
@@ -182,10 +182,7 @@ type driver struct {
 	finish  chan struct{}
 	ctl     chan func() // work of the claim goroutines, run by the driver (claims.go)
 
-	// active maps each partition the driver processes to its claim: a
-	// batch of another claim (revoked since) is dropped.
-	active map[topicPartition]uint64
-	gen    int32 // the generation last seen
+	tasks *taskSet // the partitions, claims and store tasks processed (taskset.go)
 
 	iv     *interval // the open transaction's bookkeeping (interval.go)
 	failed bool      // the session is being rewound; process nothing more
@@ -194,8 +191,7 @@ type driver struct {
 	fence fence // the generation proof of transactions without input (fence.go)
 
 	// State (topologies with stores).
-	st   *stateTxn // the task state and its transaction (statetxn.go)
-	keep keeper
+	st *stateTxn // the task state and its transaction (statetxn.go)
 
 	// Punctuators (timers.go).
 	sched           graph.Schedule
@@ -221,7 +217,7 @@ func (d *driver) run() {
 		case f := <-d.ctl:
 			f()
 		case b := <-d.batches:
-			if d.failed || d.active[topicPartition{b.Topic, b.Partition}] != b.Claim {
+			if d.failed || !d.tasks.has(topicPartition{b.Topic, b.Partition}, b.Claim) {
 				continue
 			}
 			d.process(b)

@@ -81,7 +81,7 @@ func (d *driver) streamTimers(b *kafka.Batch, task statestore.Task) error {
 func (d *driver) wallTimers() {
 	now := d.e.cfg.Now()
 	opened := false
-	for topic, parts := range d.claims() {
+	for topic, parts := range d.tasks.claims() {
 		if d.e.g.Source(topic) == nil {
 			continue
 		}

@@ -51,7 +51,7 @@ func (d *driver) commit() {
 		d.fail(step, err)
 		return
 	}
-	if d.s.Metadata().GenerationID != d.gen {
+	if d.s.Metadata().GenerationID != d.tasks.gen {
 		d.claimsChanged()
 	}
 	d.notifyCommitted(commitInfo{offsets: d.iv.offsets, tally: d.iv.pending, records: d.iv.records,
@@ -147,7 +147,7 @@ func (d *driver) apply(began time.Time) bool {
 		e.rewind()
 		return false
 	}
-	d.keep.committed(e.restorer, began)
+	d.tasks.keep.committed(e.restorer, began)
 	return true
 }
 
