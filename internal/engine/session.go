@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
 )
 
@@ -94,7 +93,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	batches := make(chan kafka.Batch, 64)
 	h.d = &driver{e: e, s: s, p: e.conn.producer, tasks: newTaskSet(e.g, md.GenerationID, keep), batches: batches, finish: make(chan struct{}), iv: newInterval(),
 		ctl:       make(chan func()),
-		observers: e.commitObservers(), em: newEmitter(&e.output, e.g, e.log)}
+		observers: e.commitObservers(), timers: newTimerSchedule(e.g), em: newEmitter(&e.output, e.g, e.log)}
 	h.d.st = newStateTxn(e, h.d.em)
 	h.d.em.state = h.d.st.state
 	h.done = make(chan struct{})
@@ -177,26 +176,19 @@ func (h *handler) Cleanup(s kafka.Session) error {
 type driver struct {
 	e       *Engine
 	s       kafka.Session
-	p       *kafka.Producer
+	p       *kafka.Producer // nil once dropped, until the next session
 	batches chan kafka.Batch
 	finish  chan struct{}
 	ctl     chan func() // work of the claim goroutines, run by the driver (claims.go)
+	failed  bool        // the session is being rewound; process nothing more
 
-	tasks *taskSet // the partitions, claims and store tasks processed (taskset.go)
-
-	iv     *interval // the open transaction's bookkeeping (interval.go)
-	failed bool      // the session is being rewound; process nothing more
-	em     *emitter  // what the record in flight emits and rejects (emitter.go)
-
-	fence fence // the generation proof of transactions without input (fence.go)
-
-	// State (topologies with stores).
-	st *stateTxn // the task state and its transaction (statetxn.go)
-
-	// Punctuators (timers.go).
-	sched           graph.Schedule
-	streamTimerRefs map[int][]graph.TimerRef // by sub-topology
-
+	// The machines it drives, each with one job and a narrow way in.
+	tasks     *taskSet         // the partitions, claims and store tasks processed (taskset.go)
+	iv        *interval        // the open transaction's bookkeeping (interval.go)
+	em        *emitter         // what the record in flight emits and rejects (emitter.go)
+	st        *stateTxn        // the task state and its Pebble transaction (statetxn.go)
+	timers    *timerSchedule   // when punctuators are due (schedule.go)
+	fence     fence            // the generation proof of transactions without input (fence.go)
 	observers []commitObserver // learn of each commit and abort (observers.go)
 }
 
@@ -204,9 +196,11 @@ func (d *driver) run() {
 	// The deadline of the open transaction: one commit interval after it
 	// began (armed by begin, so a transaction never runs longer).
 	defer d.iv.deadline.Stop()
-	wall, wallC := d.wallTick()
-	if wall != nil {
+	var wallC <-chan time.Time
+	if every := d.timers.wallEvery(); every > 0 {
+		wall := time.NewTicker(every)
 		defer wall.Stop()
+		wallC = wall.C
 	}
 	for {
 		select {
