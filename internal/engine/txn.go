@@ -7,7 +7,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
@@ -41,11 +40,7 @@ func (d *driver) commit() {
 		}
 		d.st.sendChanges(d.p)
 	}
-	commit := d.commitOffsets
-	if d.e.cfg.ExactlyOnce {
-		commit = d.commitTransaction
-	}
-	release, step, err := commit()
+	release, step, err := d.commitKafka()
 	defer release()
 	if err != nil {
 		d.fail(step, err)
@@ -62,67 +57,19 @@ func (d *driver) commit() {
 	d.reset()
 }
 
-// commitTransaction adds the offsets to the open transaction and commits
-// it, within one commit deadline. The member's next join is held off
-// until release is called (after the commit's observers and apply); on
-// failure, step names what failed.
-func (d *driver) commitTransaction() (release func(), step string, err error) {
-	e := d.e
-	release = func() {}
-	if err := d.p.Err(); err != nil {
-		e.m.commitFailures.WithLabelValues("produce").Inc()
-		return release, "produce", err
+// commitKafka commits the transaction's outputs and offsets as the
+// delivery guarantee says (committer.go); a transaction's committed
+// offsets are positions the fence knows from then on.
+func (d *driver) commitKafka() (release func(), step string, err error) {
+	c := d.e.committer()
+	if !d.e.cfg.ExactlyOnce {
+		return c.offsets(d.p, d.s, d.iv.offsets)
 	}
-	if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
-		h()
+	release, step, err = c.transaction(d.p, d.s, d.iv.offsets, d.proof)
+	if err == nil {
+		d.fence.committed(d.iv.offsets)
 	}
-	release = d.hold()
-	// One deadline for the whole commit: a coordinator that does not
-	// answer must not hold the replica (and its shutdown) for longer.
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
-	defer cancel()
-	// Every transaction proves the generation (fence.go): one opened by
-	// a wall-clock punctuator, which consumed nothing, with its tasks'
-	// positions unchanged.
-	offsets := d.iv.offsets
-	if len(offsets) == 0 {
-		if offsets, err = d.proof(ctx); err != nil {
-			return release, "positions", err
-		}
-	}
-	if err := d.p.AddOffsets(ctx, offsets, d.s.Metadata()); err != nil {
-		return release, "add offsets", err
-	}
-	if h := e.cfg.Hooks.BeforeCommit; h != nil {
-		h()
-	}
-	if err := d.commitTxn(ctx); err != nil {
-		return release, "commit", err
-	}
-	d.fence.committed(d.iv.offsets)
-	return release, "", nil
-}
-
-// commitOffsets ends an at-least-once interval: the outputs are flushed,
-// then the offsets committed, within one commit deadline.
-func (d *driver) commitOffsets() (release func(), step string, err error) {
-	e := d.e
-	release = func() {}
-	if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
-		h()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
-	defer cancel()
-	if err := d.p.Flush(ctx); err != nil {
-		return release, "flush", err
-	}
-	hold := d.hold()
-	err = d.p.CommitOffsets(ctx, d.iv.offsets, d.s.Metadata())
-	hold()
-	if err != nil {
-		return release, "commit offsets", err
-	}
-	return release, "", nil
+	return release, step, err
 }
 
 // apply writes a committed transaction's state to the local store; false
@@ -155,40 +102,6 @@ func (d *driver) apply(began time.Time) bool {
 func (d *driver) discard() {
 	d.st.discard()
 	d.reset()
-}
-
-// hold waits, before offsets join a transaction, while the member joins
-// a new generation, at most half the commit timeout (so the transaction's
-// age stays below its timeout), and holds the member's next join off until
-// the release it returns is called (kafka.Session.Hold).
-func (d *driver) hold() (release func()) {
-	ctx, cancel := context.WithTimeout(context.Background(), d.e.cfg.Timeouts.Commit/2)
-	defer cancel()
-	return d.s.Hold(ctx)
-}
-
-// errUnknownOutcome marks an EndTxn whose outcome could not be learned.
-var errUnknownOutcome = errors.New("engine: transaction outcome unknown")
-
-// commitTxn commits, retrying a call that failed without making the
-// transaction abortable or the producer fatal (the outcome is unknown),
-// until ctx ends.
-func (d *driver) commitTxn(ctx context.Context) error {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = d.p.Commit(ctx); err == nil {
-			return nil
-		}
-		if errors.Is(err, kafka.ErrCallTimeout) {
-			return err
-		}
-		switch d.p.State() {
-		case kafka.TxnAbortable, kafka.TxnFatal, kafka.TxnReady:
-			return err
-		}
-		d.e.log.Warn("commit failed with unknown outcome; retrying", "attempt", attempt+1, "error", err)
-	}
-	return fmt.Errorf("%w: %v", errUnknownOutcome, err)
 }
 
 func (d *driver) reset() {
