@@ -65,7 +65,12 @@ func (d *driver) commitKafka() (release func(), step string, err error) {
 	if !d.e.cfg.ExactlyOnce {
 		return c.offsets(d.p, d.s, d.iv.offsets)
 	}
-	release, step, err = c.transaction(d.p, d.s, d.iv.offsets, d.proof)
+	proof := func(ctx context.Context) (map[string]map[int32]int64, error) {
+		return d.fence.proof(ctx, d.e.g, d.tasks.claims(), func(ctx context.Context, missing map[string][]int32) (map[string]map[int32]int64, error) {
+			return d.e.conn.admin.Positions(ctx, d.e.cfg.AppID, missing)
+		})
+	}
+	release, step, err = c.transaction(d.p, d.s, d.iv.offsets, proof)
 	if err == nil {
 		d.fence.committed(d.iv.offsets)
 	}
