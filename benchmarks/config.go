@@ -16,7 +16,7 @@ const (
 	DefaultRecords        = 100_000
 	DefaultPartitions     = 6
 	DefaultReplicas       = 1
-	DefaultRepeats        = 2
+	DefaultRepeats        = 3
 	DefaultValueSize      = 100
 	DefaultCommitInterval = 100 * time.Millisecond
 	DefaultRunTimeout     = 10 * time.Minute
@@ -40,8 +40,16 @@ type Config struct {
 	// Replicas of each variant, started in this process (peers that are
 	// programs: one process each). Default 1.
 	Replicas int
-	// Repeats of each variant per sweep point, alternated (EOS, ALOS, peers,
-	// EOS, ALOS, peers, ...); figures are medians. Default 2.
+	// Threads of each replica: Kafka Streams' num.stream.threads. onceflow
+	// drives each processor on one goroutine and offers no thread setting,
+	// so its parallelism is processors: each replica runs as Threads
+	// processors in this process, each a group member, as each Kafka
+	// Streams thread is; the Go peers run Threads copy loops per replica
+	// likewise. Default 1, both systems' default.
+	Threads int
+	// Repeats of each variant per sweep point. The order rotates: repeat i
+	// starts at variant i mod n (eos, alos, peers; then alos, peers, eos;
+	// ...); figures are medians with their spread. Default 3.
 	Repeats int
 	// CommitIntervals swept. Default: 100 ms.
 	CommitIntervals []time.Duration
@@ -55,6 +63,15 @@ type Config struct {
 	// variant before the first measured run (a broker that just started is
 	// slow until its JIT has compiled the hot paths). Default 0: none.
 	Warmup int
+	// ColdRecords splits every throughput run: its window starts once this
+	// many input records are committed, and the part from the first commit
+	// to there is reported apart as the run's cold figures. Each run of
+	// Kafka Streams is a fresh JVM that interprets and compiles its hot
+	// paths for its first seconds; a warm-up run before it would warm
+	// another JVM, so the warm-up has to be inside the run measured. Every
+	// variant gets the same split, so all are measured over the same
+	// records (and the same state sizes). Default 0: no split.
+	ColdRecords int
 	// Rate (records/s) of the latency runs, written at a steady pace.
 	// Default 0: half the median maximum throughput of onceflow exactly-once
 	// at the same sweep point. Negative: no latency runs.
@@ -112,6 +129,9 @@ func (c Config) Validate() error {
 	if c.Replicas < 0 || c.Replicas > 16 {
 		errs = append(errs, fmt.Errorf("bench: replicas %d: want 1 to 16", c.Replicas))
 	}
+	if c.Threads < 0 || c.Threads > 16 {
+		errs = append(errs, fmt.Errorf("bench: threads %d: want 1 to 16", c.Threads))
+	}
 	if c.Repeats < 0 || c.Repeats > 100 {
 		errs = append(errs, fmt.Errorf("bench: repeats %d: want 1 to 100", c.Repeats))
 	}
@@ -141,6 +161,13 @@ func (c Config) Validate() error {
 	if c.Warmup < 0 {
 		errs = append(errs, fmt.Errorf("bench: warm-up records %d is negative", c.Warmup))
 	}
+	records := c.Records
+	if records == 0 {
+		records = DefaultRecords
+	}
+	if c.ColdRecords < 0 || records > 0 && c.ColdRecords >= records {
+		errs = append(errs, fmt.Errorf("bench: cold records %d: want 0 to fewer than the records", c.ColdRecords))
+	}
 	if c.CommitRecords < 0 {
 		errs = append(errs, fmt.Errorf("bench: commit records %d is negative", c.CommitRecords))
 	}
@@ -165,6 +192,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = DefaultReplicas
+	}
+	if c.Threads == 0 {
+		c.Threads = 1
 	}
 	if c.Repeats == 0 {
 		c.Repeats = DefaultRepeats

@@ -51,8 +51,17 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
+	err = Config{Threads: 99, ColdRecords: DefaultRecords}.Validate()
+	for _, want := range []string{"threads 99", "cold records 100000"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not mention %q", err, want)
+		}
+	}
+	if err := (Config{Records: 1000, ColdRecords: 999, Threads: 2}).Validate(); err != nil {
+		t.Errorf("cold records below the records refused: %v", err)
+	}
 	d := Config{}.withDefaults()
-	if d.Records != DefaultRecords || d.Partitions != 6 || d.Replicas != 1 || d.Repeats != 2 ||
+	if d.Records != DefaultRecords || d.Partitions != 6 || d.Replicas != 1 || d.Threads != 1 || d.Repeats != 3 ||
 		!slices.Equal(d.CommitIntervals, []time.Duration{100 * time.Millisecond}) || !slices.Equal(d.Workloads, []string{"copy"}) {
 		t.Errorf("defaults: %+v", d)
 	}

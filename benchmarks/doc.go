@@ -6,10 +6,12 @@
 //
 // Every run of every variant gets fresh topics (6 partitions by default) and
 // its own consumer group, and reads the same input: a Workload's Input is
-// deterministic, written anew for each run. Runs alternate: for each
-// repeat, every variant once (EOS, ALOS, sarama, franz, Kafka Streams EOS and
-// ALOS), then again; reported figures are medians over repeats, and ratios
-// are between medians of the same run of the bench.
+// deterministic, written anew for each run. Each repeat runs every variant
+// once, and the order rotates (schedule): repeat i starts at variant i mod
+// n, so no variant always runs first after the warm-up or always after the
+// same neighbour. Reported figures are medians over repeats with their
+// spread (min–max), and ratios are between medians of the same run of the
+// bench.
 //
 // Throughput runs write the whole input first and then start the variant's
 // replicas. The clock starts at the first committed offset the harness sees
@@ -24,7 +26,15 @@
 // from them on a small machine, and timing from the first commit excludes
 // start-up just as well. CPU seconds per million records are the process CPU
 // time (getrusage for in-process replicas, /proc/<pid>/stat for Kafka Streams)
-// spent in the same window, divided by the records it committed. Peak RSS is
+// spent in the same window, divided by the records it committed; with the
+// broker's CPU (Config.BrokerPids, or the embedded broker inside the
+// process) added, they are the primary figure, process + broker, which the
+// tables give first and throughput beside. With Config.ColdRecords the
+// window starts once that many records are committed, and the part before
+// is reported apart as the run's cold figures (a fresh Kafka Streams JVM
+// compiles its hot paths there). Config.Threads runs every variant at that
+// many threads per replica: Kafka Streams' num.stream.threads, onceflow's
+// processors in the process. Peak RSS is
 // VmHWM, reset before the run (in-process) or the child's own (Kafka
 // Streams). With the embedded broker the broker runs in this process: its CPU
 // and memory are in the in-process figures.
@@ -33,7 +43,7 @@
 // stable with every replica a member and every partition assigned, then
 // write the input at a steady rate (Config.Rate; by default half the
 // median EOS throughput of the same point, the load at which the p99
-// target, the commit interval plus 50 ms, is checked), stamping each
+// target, the commit interval plus P99OverInterval, is checked), stamping each
 // record with the time it is handed to the writer. A read_committed
 // reader of the output records, for each record, the time it was returned
 // minus that timestamp (outputs keep their input's timestamp): the

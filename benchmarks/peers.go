@@ -60,14 +60,14 @@ type copierStats struct {
 	records, txn int64
 }
 
-// startCopiers runs spec.Replicas copy loops of one Go peer, instances
-// r1, r2, ..., and sums their transaction figures.
+// startCopiers runs spec.Replicas × spec.Threads copy loops of one Go
+// peer, instances r1, r2, ..., and sums their transaction figures.
 func startCopiers[C interface{ Run(context.Context) error }](ctx context.Context, spec RunSpec,
 	newCopier func(instance string) (C, error), stats func(C) copierStats) (Running, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &goRunning{cancel: cancel, done: make(chan struct{})}
 	var copiers []C
-	for i := range spec.Replicas {
+	for i := range spec.Replicas * max(spec.Threads, 1) {
 		c, err := newCopier(fmt.Sprintf("r%d", i+1))
 		if err != nil {
 			cancel()
@@ -221,6 +221,21 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
+// args is the java command line of one replica whose state is in dir.
+func (v kstreamsVariant) args(spec RunSpec, dir string) []string {
+	return []string{"-jar", spec.Env.kstreamsJar,
+		"--brokers", strings.Join(spec.Env.Brokers, ","),
+		"--app-id", spec.App,
+		"--input", spec.Input,
+		"--output", spec.Output,
+		"--workload", spec.Workload.Name(),
+		"--guarantee", v.guarantee(),
+		"--commit-interval-ms", strconv.FormatInt(spec.CommitInterval.Milliseconds(), 10),
+		"--state-dir", dir,
+		"--threads", strconv.Itoa(max(spec.Threads, 1)), // num.stream.threads
+	}
+}
+
 func (v kstreamsVariant) Start(ctx context.Context, spec RunSpec) (Running, error) {
 	r := &procRunning{done: make(chan struct{})}
 	for i := range spec.Replicas {
@@ -234,16 +249,7 @@ func (v kstreamsVariant) Start(ctx context.Context, spec RunSpec) (Running, erro
 			r.Stop()
 			return nil, err
 		}
-		cmd := exec.Command("java", "-jar", spec.Env.kstreamsJar,
-			"--brokers", strings.Join(spec.Env.Brokers, ","),
-			"--app-id", spec.App,
-			"--input", spec.Input,
-			"--output", spec.Output,
-			"--workload", spec.Workload.Name(),
-			"--guarantee", v.guarantee(),
-			"--commit-interval-ms", strconv.FormatInt(spec.CommitInterval.Milliseconds(), 10),
-			"--state-dir", dir,
-		)
+		cmd := exec.Command("java", v.args(spec, dir)...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			logf.Close()

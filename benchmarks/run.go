@@ -43,8 +43,8 @@ type bench struct {
 	bar   *progressbar.ProgressBar
 }
 
-// Run runs the whole bench: every sweep point, every variant, alternated,
-// and returns the report. A failed run is recorded in the report, not
+// Run runs the whole bench: every sweep point, every variant, in an order
+// rotated from repeat to repeat (schedule), and returns the report. A failed run is recorded in the report, not
 // returned: the error is for a bench that could not run at all.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
@@ -53,7 +53,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg = cfg.withDefaults()
 	started := time.Now()
 	env := &Env{Brokers: cfg.Brokers, Root: cfg.Root, Logger: cfg.Logger, kstreamsJar: cfg.KStreamsJar}
-	rep := &Report{Started: started, Partitions: cfg.Partitions, Replicas: cfg.Replicas, Repeats: cfg.Repeats, Machine: machine()}
+	rep := &Report{Started: started, Partitions: cfg.Partitions, Replicas: cfg.Replicas, Threads: cfg.Threads, Repeats: cfg.Repeats, ColdRecords: cfg.ColdRecords, Machine: machine()}
 	if len(env.Brokers) == 0 {
 		b, err := embedded.Start(embedded.Config{})
 		if err != nil {
@@ -152,12 +152,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 		var ms []Measurement
-		for rep := range cfg.Repeats {
-			for _, v := range pl.variants {
+		order := schedule(len(pl.variants), cfg.Repeats)
+		for rep, idx := range order {
+			for pos, i := range idx {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				ms = append(ms, b.throughputRun(ctx, pl.p, pl.wl, v, in, rep))
+				m := b.throughputRun(ctx, pl.p, pl.wl, pl.variants[i], in, rep)
+				m.Position = pos
+				ms = append(ms, m)
 			}
 		}
 		if cfg.Rate >= 0 && !throughputOnly(pl.wl) {
@@ -180,12 +183,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					return nil, err
 				}
 			}
-			for rep := range cfg.Repeats {
-				for _, v := range pl.variants {
+			for rep, idx := range order {
+				for pos, i := range idx {
 					if ctx.Err() != nil {
 						return nil, ctx.Err()
 					}
-					ms = append(ms, b.latencyRun(ctx, pl.p, pl.wl, v, latIn, rep, int(rate)))
+					m := b.latencyRun(ctx, pl.p, pl.wl, pl.variants[i], latIn, rep, int(rate))
+					m.Position = pos
+					ms = append(ms, m)
 				}
 			}
 		}
@@ -407,7 +412,7 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 	began := time.Now()
 	cpu0, broker0 := cpuTime(nil), b.brokerCPU()
 	running, err := v.Start(rctx, RunSpec{Env: b.env, Workload: wl, App: app, Input: inTopic, Output: outTopic,
-		CommitInterval: p.CommitInterval, CommitRecords: b.cfg.CommitRecords, Replicas: b.cfg.Replicas, StateDir: dir,
+		CommitInterval: p.CommitInterval, CommitRecords: b.cfg.CommitRecords, Replicas: b.cfg.Replicas, Threads: b.cfg.Threads, StateDir: dir,
 		Logger: b.cfg.Logger.Named(v.Name())})
 	if err != nil {
 		stopProfile()
@@ -453,16 +458,21 @@ func (b *bench) throughputRun(ctx context.Context, p Point, wl Workload, v Varia
 	if stopErr != nil {
 		return fail(stopErr)
 	}
-	start, stop, fromStart := throughputWindow(steps, sample{at: began, cpu: cpu0, brokerCPU: broker0}, total)
-	window := stop.at.Sub(start.at)
-	n := stop.committed - start.committed
-	m.WindowFromStart = fromStart
-	m.WindowSec = window.Seconds()
-	m.RecordsPerSec = float64(n) / window.Seconds()
-	if n > 0 {
-		m.CPUSecPerMillion = (stop.cpu - start.cpu).Seconds() / float64(n) * 1e6
-		m.BrokerCPUSecPerMillion = (stop.brokerCPU - start.brokerCPU).Seconds() / float64(n) * 1e6
+	// The broker's CPU is known when its pids were given, or when it is
+	// the embedded broker and the variant runs in this process with it.
+	brokerKnown := len(b.cfg.BrokerPids) > 0 || b.env.Embedded && pids == nil
+	begin := sample{at: began, cpu: cpu0, brokerCPU: broker0}
+	if c0, c1, steady, ok := coldWindow(steps, int64(b.cfg.ColdRecords)); ok {
+		cold := figures(c0, c1, brokerKnown)
+		m.Cold = &cold
+		steps, begin = steady, c1
 	}
+	start, stop, fromStart := throughputWindow(steps, begin, total-begin.committed)
+	f := figures(start, stop, brokerKnown)
+	m.WindowFromStart = fromStart
+	m.WindowSec = stop.at.Sub(start.at).Seconds()
+	m.RecordsPerSec = f.RecordsPerSec
+	m.CPUSecPerMillion, m.BrokerCPUSecPerMillion, m.TotalCPUSecPerMillion = f.CPUSecPerMillion, f.BrokerCPUSecPerMillion, f.TotalCPUSecPerMillion
 	m.PeakRSSMB = float64(rss) / (1 << 20)
 
 	if err := b.check(ctx, &m, wl, v, in, outTopic, nil); err != nil {
@@ -524,15 +534,15 @@ func (b *bench) check(ctx context.Context, m *Measurement, wl Workload, v Varian
 	return nil
 }
 
-// waitReady waits until the group is stable with every replica a member
-// and every input partition assigned.
+// waitReady waits until the group is stable with every replica's every
+// thread a member and every input partition assigned.
 func (b *bench) waitReady(ctx context.Context, running Running, app, inTopic string) error {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	for {
 		gs, err := b.adm.DescribeGroups(ctx, app)
 		if err == nil {
-			if g, ok := gs[app]; ok && g.Err == nil && g.State == "Stable" && len(g.Members) == b.cfg.Replicas {
+			if g, ok := gs[app]; ok && g.Err == nil && g.State == "Stable" && len(g.Members) == b.cfg.Replicas*b.cfg.Threads {
 				if parts := g.AssignedPartitions()[inTopic]; len(parts) == b.cfg.Partitions {
 					return nil
 				}
@@ -540,7 +550,7 @@ func (b *bench) waitReady(ctx context.Context, running Running, app, inTopic str
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("group %s not stable with %d members: %w", app, b.cfg.Replicas, ctx.Err())
+			return fmt.Errorf("group %s not stable with %d members: %w", app, b.cfg.Replicas*b.cfg.Threads, ctx.Err())
 		case <-running.Done():
 			return errors.New("the variant stopped by itself")
 		case <-time.After(50 * time.Millisecond):
@@ -612,7 +622,7 @@ func (b *bench) latencyRun(ctx context.Context, p Point, wl Workload, v Variant,
 	rctx, cancel := context.WithTimeout(ctx, b.cfg.RunTimeout)
 	defer cancel()
 	running, err := v.Start(rctx, RunSpec{Env: b.env, Workload: wl, App: app, Input: inTopic, Output: outTopic,
-		CommitInterval: p.CommitInterval, CommitRecords: b.cfg.CommitRecords, Replicas: b.cfg.Replicas, StateDir: dir,
+		CommitInterval: p.CommitInterval, CommitRecords: b.cfg.CommitRecords, Replicas: b.cfg.Replicas, Threads: b.cfg.Threads, StateDir: dir,
 		Logger: b.cfg.Logger.Named(v.Name())})
 	if err != nil {
 		return fail(err)

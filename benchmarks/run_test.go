@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -69,5 +71,17 @@ func TestDirSize(t *testing.T) {
 	}
 	if got := dirSize(filepath.Join(dir, "absent")); got != 0 {
 		t.Errorf("dirSize of an absent directory = %d, want 0", got)
+	}
+}
+
+// TestKStreamsThreads: Kafka Streams gets num.stream.threads through the
+// peer's --threads.
+func TestKStreamsThreads(t *testing.T) {
+	for _, n := range []int{0, 1, 2} {
+		args := kstreamsVariant{exactlyOnce: true}.args(RunSpec{Env: &Env{}, Workload: workloads["orders"], Threads: n}, "d")
+		want := strconv.Itoa(max(n, 1))
+		if i := slices.Index(args, "--threads"); i < 0 || i+1 >= len(args) || args[i+1] != want {
+			t.Errorf("threads %d: Kafka Streams args %q lack --threads %s", n, args, want)
+		}
 	}
 }

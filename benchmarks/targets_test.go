@@ -57,9 +57,14 @@ func TestEvaluateTargets(t *testing.T) {
 		"kstreams_eos": {RecordsPerSec: 20000, CPUSecPerMillion: 40, BrokerCPUSecPerMillion: 32, P99Ms: 165, LatencyRate: 2000},
 	})
 	writeStep(t, dir, StepOrders3M, "orders", 0, map[string]*VariantResult{
-		"eos":          {RecordsPerSec: 16000, CPUSecPerMillion: 42},
-		"alos":         {RecordsPerSec: 16000, CPUSecPerMillion: 41},
-		"kstreams_eos": {RecordsPerSec: 24000, CPUSecPerMillion: 28},
+		"eos":  {RecordsPerSec: 16000, CPUSecPerMillion: 42, BrokerCPUSecPerMillion: 18, TotalCPUSecPerMillion: 60},
+		"alos": {RecordsPerSec: 16000, CPUSecPerMillion: 41},
+		"kstreams_eos": {RecordsPerSec: 24000, CPUSecPerMillion: 28, BrokerCPUSecPerMillion: 12, TotalCPUSecPerMillion: 40,
+			Cold: &ColdFigures{CPUSecPerMillion: 39.9}, Spread: map[string]Spread{"cpu_sec_per_million": {Min: 26, Max: 31, Runs: 3}}},
+	})
+	writeStep(t, dir, StepOrders300kThreads, "orders", 0, map[string]*VariantResult{
+		"eos":          {RecordsPerSec: 30000, CPUSecPerMillion: 30, BrokerCPUSecPerMillion: 10},
+		"kstreams_eos": {RecordsPerSec: 20000, CPUSecPerMillion: 30, BrokerCPUSecPerMillion: 20},
 	})
 	restore := strings.Join([]string{
 		"killed r3 (pid 4242) with SIGKILL at 75000 of 300000 committed; restarting it on its state",
@@ -83,7 +88,14 @@ func TestEvaluateTargets(t *testing.T) {
 		byName[tg.Name] = tg
 	}
 	want := []struct{ name, status, value string }{
+		{"orders EOS CPU per event, process + broker, over Kafka Streams EOS's, 300,000 events", Reported, "0.667"},
+		{"orders EOS CPU per event, process, over Kafka Streams EOS's, 300,000 events", Reported, "0.700"},
+		{"orders EOS CPU per event, process + broker, over Kafka Streams EOS's, 3,000,000 events", NotMet, "1.500"},
+		{"orders EOS CPU per event, process, over Kafka Streams EOS's, 3,000,000 events", NotMet, "1.500"},
 		{"orders EOS ≥ 2.0 × Kafka Streams EOS, 300,000 events", Met, "2.000"},
+		{"orders EOS CPU per event, process + broker, over Kafka Streams EOS's, 300,000 events, two threads each", Reported, "0.800"},
+		{"orders EOS throughput over Kafka Streams EOS's, 300,000 events, two threads each", Reported, "1.500"},
+		{"orders EOS throughput over Kafka Streams EOS's, 3,000,000 events, two threads each", NoData, "–"},
 		{"orders EOS ≥ 2.0 × Kafka Streams EOS, 3,000,000 events", NotMet, "0.667"},
 		{"orders EOS ≥ 0.90 × ALOS, 300,000 events", NotMet, "0.800"},
 		{"orders EOS ≥ 0.90 × ALOS, 3,000,000 events", Met, "1.000"},
@@ -112,7 +124,7 @@ func TestEvaluateTargets(t *testing.T) {
 	if m := byName["state-size cost: orders EOS after 300,000 events"].Measured; !strings.Contains(m, "Pebble 40 MB") {
 		t.Errorf("state-size measured %q does not give the Pebble size", m)
 	}
-	if m := byName["orders EOS ≥ 2.0 × Kafka Streams EOS, 300,000 events"].Measured; !strings.Contains(m, "CPU 28.0 s per M + broker 20.0") {
+	if m := byName["orders EOS ≥ 2.0 × Kafka Streams EOS, 300,000 events"].Measured; !strings.Contains(m, "CPU 48.0 s per M process + broker, process 28.0 + broker 20.0") {
 		t.Errorf("orders measured %q does not give the broker's CPU", m)
 	}
 
@@ -122,7 +134,10 @@ func TestEvaluateTargets(t *testing.T) {
 	}
 	out := b.String()
 	for _, s := range []string{
-		"| orders EOS ≥ 2.0 × Kafka Streams EOS, 300,000 events | 300,000 events: 40,000 / 20,000 events/s",
+		"| orders EOS ≥ 2.0 × Kafka Streams EOS, 300,000 events | 300,000 events: 40,000 events/s / 20,000 events/s",
+		"Kafka Streams CPU 40.0 s per M process + broker, process 28.0 (26.0–31.0) + broker 12.0 (steady; cold 39.9), 24,000 events/s",
+		"| 1.500 | ≤ 0.75 | **not met** |",
+		"## Durability and dedup",
 		"| 2.000 | ≥ 2.00 | **met** |",
 		"| 0.667 | ≥ 2.00 | **not met** |",
 		"`orders-300k`: started 2026-11-30T22:10:00Z; load average before: 0.50 0.40 0.30",

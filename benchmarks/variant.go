@@ -40,6 +40,7 @@ type RunSpec struct {
 	CommitInterval time.Duration
 	CommitRecords  int // onceflow only; 0: the engine's default
 	Replicas       int
+	Threads        int    // per replica (Config.Threads)
 	StateDir       string // the run's own directory, removed after it
 	Logger         hclog.Logger
 }
@@ -99,7 +100,9 @@ func (v onceflowVariant) Start(ctx context.Context, spec RunSpec) (Running, erro
 	ctx, cancel := context.WithCancel(ctx)
 	r := &goRunning{cancel: cancel, done: make(chan struct{}), gather: reg}
 	var procs []*processor.Processor
-	for i := range spec.Replicas {
+	// onceflow's parallelism is processors, one driver goroutine each:
+	// a replica of Threads threads is Threads processors.
+	for i := range spec.Replicas * max(spec.Threads, 1) {
 		p, err := processor.New(processor.Config{
 			Brokers:        spec.Env.Brokers,
 			ApplicationID:  spec.App,

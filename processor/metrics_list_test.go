@@ -3,9 +3,11 @@ package processor_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -47,6 +49,26 @@ func documentedMetrics(t *testing.T) map[string][]string {
 	return out
 }
 
+var updateMetrics = flag.Bool("update-metrics", false, "rewrite testdata/metrics.txt from a running replica's /metrics")
+
+// metricFamilies lists what /metrics serves, one line per family sorted by
+// name: its name, type, label names (app and instance included) and help.
+func metricFamilies(families map[string]*dto.MetricFamily) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(families)) {
+		f := families[name]
+		labels := map[string]bool{}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = true
+			}
+		}
+		fmt.Fprintf(&b, "%s %s {%s} %s\n", name, strings.ToLower(f.GetType().String()),
+			strings.Join(slices.Sorted(maps.Keys(labels)), ","), f.GetHelp())
+	}
+	return b.String()
+}
+
 // seriesLabels is a series' label names and values, app and instance left
 // out, as "name=value,...".
 func seriesLabels(m *dto.Metric) (names []string, key string) {
@@ -69,7 +91,7 @@ func seriesLabels(m *dto.Metric) (names []string, key string) {
 // at zero before its first event: transaction outcomes, failure classes,
 // rejection reasons, records in of a task that got no input, records out
 // of each output, state size of each store of each task, and each sink
-// outcome.
+// outcome. The families served match testdata/metrics.txt.
 func TestMetricsMatchTheDocumentedList(t *testing.T) {
 	env := enginetest.New(t)
 	app, in, out := env.Name("orders-app"), env.Name("orders"), env.Name("totals")
@@ -100,6 +122,21 @@ func TestMetricsMatchTheDocumentedList(t *testing.T) {
 	if err != nil {
 		t.Fatalf("/metrics: %v", err)
 	}
+	// The families served, with their types, labels and help texts, are
+	// those of testdata/metrics.txt (go test ./processor -run
+	// TestMetricsMatchTheDocumentedList -update-metrics rewrites it), so a
+	// change to how metrics are kept does not change what a scrape sees.
+	golden := filepath.Join("testdata", "metrics.txt")
+	if got := metricFamilies(families); *updateMetrics {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if want, err := os.ReadFile(golden); err != nil {
+		t.Fatal(err)
+	} else if got != string(want) {
+		t.Errorf("/metrics families differ from %s:\ngot:\n%s\nwant:\n%s", golden, got, want)
+	}
+
 	documented := documentedMetrics(t)
 	gathered, err := reg.Gather()
 	if err != nil {

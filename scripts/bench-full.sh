@@ -5,7 +5,7 @@
 #
 #   scripts/bench-full.sh [--quick] [--out DIR] [--steps S1,S2,...]
 #                         [--orders-records N] [--orders-large-records N]
-#                         [--copy-records N] [--copy-repeats N]
+#                         [--copy-records N] [--repeats N] [--cold-records N]
 #                         [--restore-records N]
 #
 # Steps, each a directory of DIR (default benchmarks/results/<UTC date>-full)
@@ -18,11 +18,19 @@
 #   orders-300k-half-max  orders, eos and alos; latency at half the eos maximum
 #   orders-3m             orders, 3,000,000 events, eos, alos, kstreams_eos;
 #                         throughput only
-#   copy                  copy, 100 B and 1 KB, every variant, medians of 2;
+#   orders-300k-threads2  orders, eos and kstreams_eos at two threads each
+#   orders-3m-threads2    (onceflow: two processors in the process; Kafka
+#                         Streams: num.stream.threads=2); throughput only
+#   copy                  copy, 100 B and 1 KB, every variant;
 #                         latency at 20,000 records/s
+#
+# Every bench step runs --repeats (default 3) repeats in rotated order and
+# reports medians with their min-max; the throughput steps with Kafka
+# Streams measure each run after a cold window of --cold-records (default
+# 100,000) records, the JIT's warm-up of its fresh JVM, reported apart.
 #   copy-half-max         copy, 100 B, eos, alos, sarama; latency at half max
 #   scale-r1, -r2, -r3    orders eos on 12 partitions with 1, 2, 3 replicas
-#   restore               scripts/orders-scenario.sh: 3 SIGKILLs of a replica
+#   restore               onceflow scenario orders: 3 SIGKILLs of a replica
 #                         (kill -> ready, restart -> ready) and a cold restore
 #
 # A step that fails is recorded (its exit status in command.txt, its name in
@@ -47,7 +55,8 @@ steps=""
 orders_records=300000
 orders_large_records=3000000
 copy_records=500000
-copy_repeats=2
+repeats=3
+cold_records=100000
 restore_records=300000
 scale_records=300000
 latency_window=10s
@@ -60,7 +69,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick)
 		quick=1
-		orders_records=5000 orders_large_records=20000 copy_records=20000 copy_repeats=1
+		orders_records=5000 orders_large_records=20000 copy_records=20000 repeats=1 cold_records=1000
 		restore_records=5000 scale_records=5000 latency_window=2s warmup=2000
 		shift
 		;;
@@ -69,7 +78,8 @@ while [ $# -gt 0 ]; do
 	--orders-records) orders_records="$2"; shift 2 ;;
 	--orders-large-records) orders_large_records="$2"; shift 2 ;;
 	--copy-records) copy_records="$2"; shift 2 ;;
-	--copy-repeats) copy_repeats="$2"; shift 2 ;;
+	--repeats) repeats="$2"; shift 2 ;;
+	--cold-records) cold_records="$2"; shift 2 ;;
 	--restore-records) restore_records="$2"; shift 2 ;;
 	*) usage ;;
 	esac
@@ -185,20 +195,26 @@ bench() {
 }
 
 bench orders-300k --workload orders --peers --variants eos,alos,kstreams_eos,kstreams_alos \
-	--records "$orders_records" --repeats 1 --rate 2000 --latency-window "$latency_window" --warmup "$warmup"
+	--records "$orders_records" --repeats "$repeats" --cold-records "$cold_records" \
+	--rate 2000 --latency-window "$latency_window" --warmup "$warmup"
 bench orders-300k-half-max --workload orders --variants eos,alos \
-	--records "$orders_records" --repeats 1 --latency-window "$latency_window" --warmup 0
+	--records "$orders_records" --repeats "$repeats" --latency-window "$latency_window" --warmup 0
 bench orders-3m --workload orders --peers --variants eos,alos,kstreams_eos \
-	--records "$orders_large_records" --repeats 1 --no-latency --warmup 0
+	--records "$orders_large_records" --repeats "$repeats" --cold-records "$cold_records" --no-latency --warmup 0
+bench orders-300k-threads2 --workload orders --peers --variants eos,kstreams_eos --threads 2 \
+	--records "$orders_records" --repeats "$repeats" --cold-records "$cold_records" --no-latency --warmup 0
+bench orders-3m-threads2 --workload orders --peers --variants eos,kstreams_eos --threads 2 \
+	--records "$orders_large_records" --repeats "$repeats" --cold-records "$cold_records" --no-latency --warmup 0
 bench copy --workload copy --peers --value-size 100,1000 \
-	--records "$copy_records" --repeats "$copy_repeats" --rate 20000 --latency-window "$latency_window" --warmup "$warmup"
+	--records "$copy_records" --repeats "$repeats" --cold-records "$cold_records" \
+	--rate 20000 --latency-window "$latency_window" --warmup "$warmup"
 bench copy-half-max --workload copy --peers --variants eos,alos,sarama --value-size 100 \
-	--records "$copy_records" --repeats 1 --latency-window "$latency_window" --warmup 0
+	--records "$copy_records" --repeats "$repeats" --latency-window "$latency_window" --warmup 0
 for n in 1 2 3; do
 	bench "scale-r$n" --workload orders --variants eos --partitions 12 --replicas "$n" \
-		--records "$scale_records" --repeats 1 --no-latency --warmup 0
+		--records "$scale_records" --repeats "$repeats" --no-latency --warmup 0
 done
-step restore scripts/orders-scenario.sh --brokers "$brokers" --records "$restore_records" --kills 3
+step restore bin/onceflow scenario orders --brokers "$brokers" --records "$restore_records" --kills 3
 
 log "writing $out/TARGETS.md"
 bin/onceflow bench-targets "$out" >/dev/null || failed+=("targets")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The tests that need PostgreSQL (the database sink), against a real server.
 #
-#   scripts/test-pg.sh                  ./sinks/... and the runner's PostgreSQL tests (files tagged `pg`)
+#   scripts/test-pg.sh                  ./sinks/... and the PostgreSQL tests of the runner and the sinks scenario (files tagged `pg`)
 #   scripts/test-pg.sh ./pkg [flags]    go test -race of those packages
 #   scripts/test-pg.sh -- make test     any command, with ONCEFLOW_PG_DSN set
 #
@@ -35,6 +35,6 @@ fi
 if [ $# -eq 0 ]; then
 	# The sinks, then the runner's end-to-end tests against PostgreSQL.
 	"${GO:-go}" test -race -count=1 ./sinks/...
-	exec scripts/test-tagged.sh pg ./internal/sinkrunner
+	exec scripts/test-tagged.sh pg ./internal/sinkrunner ./cmd/onceflow/internal/scenario
 fi
 "${GO:-go}" test -race -count=1 "$@"

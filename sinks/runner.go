@@ -3,59 +3,15 @@ package sinks
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/wire"
 )
 
-// Headers of outbox and dead-letter records.
-const (
-	// HeaderIdempotencyKey carries a delivery's idempotency key, on
-	// outbox and dead-letter records.
-	HeaderIdempotencyKey = wire.HeaderIdempotencyKey
-	// HeaderSource is the lineage of the input record a delivery descends
-	// from ("topic/partition/offset").
-	HeaderSource = wire.HeaderSource
-	// HeaderError is the last error of a dead-lettered delivery.
-	HeaderError = wire.HeaderSinkError
-	// HeaderAttempts is how many attempts a dead-lettered delivery had.
-	HeaderAttempts = wire.HeaderSinkAttempts
-	// HeaderClass is the class of the last error of a dead-lettered
-	// delivery (transient when its retry budget ran out, permanent), or
-	// "conflict" for a delivery never sent because its idempotency key
-	// was delivered before for another request: another payload, or,
-	// with default keys, another request time (dead-lettered under
-	// "<key>!conflict@<outbox partition>/<offset>").
-	HeaderClass = wire.HeaderSinkClass
-	// HeaderOutbox names the outbox record of a dead-lettered delivery
-	// ("topic/partition/offset").
-	HeaderOutbox = wire.HeaderSinkOutbox
-	// HeaderCommand marks an outbox record as a command to the runner
-	// rather than a new delivery request: CommandRedrive or
-	// CommandResolve, for the delivery whose idempotency key the record
-	// carries (see onceflow dlq redrive, onceflow sinks unknown resolve).
-	// The record carries the delivery's payload and record key too.
-	HeaderCommand = wire.HeaderSinkCommand
-	// HeaderResolveAs is the outcome a CommandResolve gives a parked
-	// delivery: ResolveSucceeded, ResolveFailed or ResolveRetry.
-	HeaderResolveAs = wire.HeaderSinkResolveAs
-)
-
-// Commands (HeaderCommand values) and resolutions (HeaderResolveAs).
-const (
-	// CommandRedrive delivers a dead-lettered delivery again, under its
-	// idempotency key, with a fresh retry budget.
-	CommandRedrive = "redrive"
-	// CommandResolve settles a delivery parked as unknown.
-	CommandResolve = "resolve"
-	// ResolveSucceeded: the effect happened; never sent again.
-	ResolveSucceeded = "succeeded"
-	// ResolveFailed: it did not happen and must not; dead-lettered.
-	ResolveFailed = "failed"
-	// ResolveRetry: it did not happen; sent again under the same key.
-	ResolveRetry = "retry"
-)
+// HeaderIdempotencyKey is the header of an outbox record (and of a
+// dead-letter record) that carries the delivery's idempotency key: what a
+// topology test reads to check the key a delivery will be sent under.
+const HeaderIdempotencyKey = wire.HeaderIdempotencyKey
 
 // RunnerConfig configures the sink runner: how it retries and how many
 // deliveries it keeps in flight. The zero value means every default.
@@ -101,44 +57,6 @@ type RunnerConfig struct {
 	LedgerRetention time.Duration
 }
 
-// Defaults of zero RunnerConfig fields.
-const (
-	DefaultAttemptTimeout  = 10 * time.Second
-	DefaultMaxAttempts     = 10
-	DefaultMaxElapsed      = time.Hour
-	DefaultBackoffBase     = 200 * time.Millisecond
-	DefaultBackoffCap      = 30 * time.Second
-	DefaultParallelism     = 16
-	DefaultMaxBuffered     = 1024
-	DefaultCommitInterval  = time.Second
-	DefaultLedgerRetention = 7 * 24 * time.Hour
-)
-
-// WithDefaults returns c with every zero field set to its default.
-func (c RunnerConfig) WithDefaults() RunnerConfig {
-	set := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	set(&c.AttemptTimeout, DefaultAttemptTimeout)
-	set(&c.MaxElapsed, DefaultMaxElapsed)
-	set(&c.BackoffBase, DefaultBackoffBase)
-	set(&c.BackoffCap, DefaultBackoffCap)
-	set(&c.CommitInterval, DefaultCommitInterval)
-	set(&c.LedgerRetention, DefaultLedgerRetention)
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.Parallelism == 0 {
-		c.Parallelism = DefaultParallelism
-	}
-	if c.MaxBuffered == 0 {
-		c.MaxBuffered = DefaultMaxBuffered
-	}
-	return c
-}
-
 // Validate reports every problem of c at once.
 func (c RunnerConfig) Validate() error {
 	var errs []error
@@ -162,26 +80,4 @@ func (c RunnerConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("sinks: BackoffBase %v is above BackoffCap %v", c.BackoffBase, c.BackoffCap))
 	}
 	return errors.Join(errs...)
-}
-
-// Backoff is the wait before the retry that follows the n-th failed
-// attempt (n from 1): uniform in [0, min(cap, base·2^(n-1))] (full
-// jitter), raised to retryAfter when that is longer. rnd gives the jitter.
-//
-// It is written out rather than taken from a backoff library:
-// cenkalti/backoff's ExponentialBackOff randomises around the interval
-// (interval·(1±factor), so up to twice the cap) and draws from the global
-// random source, which a test cannot seed; full jitter with a cap is this
-// one line.
-func Backoff(base, cap time.Duration, n int, retryAfter time.Duration, rnd *rand.Rand) time.Duration {
-	ceiling := base
-	for i := 1; i < n && ceiling < cap; i++ {
-		ceiling *= 2
-	}
-	ceiling = min(ceiling, cap)
-	var wait time.Duration
-	if ceiling > 0 {
-		wait = time.Duration(rnd.Int64N(int64(ceiling) + 1))
-	}
-	return max(wait, retryAfter)
 }

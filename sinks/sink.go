@@ -31,8 +31,10 @@
 // is not Idempotent, the attempt is recorded: a runner killed while it
 // was out leaves it unknown, parked, not re-sent.
 // Dead letters go to "<application id>-sink-<name>-dlq" with the headers
-// HeaderIdempotencyKey, HeaderError, HeaderAttempts, HeaderClass,
-// HeaderSource and HeaderOutbox.
+// onceflow-idempotency-key (HeaderIdempotencyKey), onceflow-sink-error,
+// onceflow-sink-attempts, onceflow-sink-class, onceflow-source (the input
+// record, "topic/partition/offset") and onceflow-sink-outbox (the outbox
+// record); onceflow dlq lists, shows and redrives them.
 //
 // # The fence
 //

@@ -5,8 +5,8 @@ import (
 	"sync"
 )
 
-// DefaultReadCacheEntries is the default of Options.ReadCacheEntries.
-const DefaultReadCacheEntries = 1 << 16
+// defaultReadCacheEntries is the default of Options.ReadCacheEntries.
+const defaultReadCacheEntries = 1 << 16
 
 // readCache holds committed values (and deletions) of data keys, so a
 // Txn reads a hot key from memory instead of seeking Pebble's memtables and

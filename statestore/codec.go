@@ -6,13 +6,12 @@ import (
 	"time"
 )
 
-// Value formats. Every encoded value starts with one format byte: the high
-// nibble names the type, the low nibble its version, so a value of one type
-// never decodes as another and a later version can be told apart.
+// Value formats of what the DB writes itself. Every encoded value starts
+// with one format byte: the high nibble names the type, the low nibble its
+// version, so a value of one type never decodes as another and a later
+// version can be told apart.
 const (
-	formatDedupV1     byte = 0x11
-	formatVersionV1   byte = 0x21
-	formatInt64V1     byte = 0x31
+	formatDedupV1     byte = 0x11 // DedupEntry, the values of dedup stores
 	formatOffsetV1    byte = 0x41 // changelog offsets, internal
 	formatOwnedV1     byte = 0x51 // last-owned times, internal
 	formatRestoringV1 byte = 0x61 // restore start times, internal
@@ -43,10 +42,10 @@ func EncodeDedup(e DedupEntry) []byte {
 	return append(b, e.PayloadHash[:]...)
 }
 
-// DecodeDedup decodes what EncodeDedup wrote. FirstSeen comes back in UTC.
+// decodeDedup decodes what EncodeDedup wrote. FirstSeen comes back in UTC.
 // Any other input, including trailing bytes and non-minimal lengths, gives an
 // error wrapping ErrCorrupt.
-func DecodeDedup(b []byte) (DedupEntry, error) {
+func decodeDedup(b []byte) (DedupEntry, error) {
 	if err := checkFormat(b, formatDedupV1, "dedup entry"); err != nil {
 		return DedupEntry{}, err
 	}
@@ -70,34 +69,6 @@ func DecodeDedup(b []byte) (DedupEntry, error) {
 	e := DedupEntry{FirstSeen: time.UnixMilli(ms).UTC(), Source: string(b[:n])}
 	copy(e.PayloadHash[:], b[n:])
 	return e, nil
-}
-
-// EncodeVersion encodes a version-store value: 0x21 | v (uint64 BE).
-func EncodeVersion(v uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{formatVersionV1}, v)
-}
-
-// DecodeVersion decodes what EncodeVersion wrote; anything else gives an
-// error wrapping ErrCorrupt.
-func DecodeVersion(b []byte) (uint64, error) {
-	if err := checkFixed(b, formatVersionV1, "version"); err != nil {
-		return 0, err
-	}
-	return binary.BigEndian.Uint64(b[1:]), nil
-}
-
-// EncodeInt64 encodes an aggregate: 0x31 | v (int64 BE, two's complement).
-func EncodeInt64(v int64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{formatInt64V1}, uint64(v))
-}
-
-// DecodeInt64 decodes what EncodeInt64 wrote; anything else gives an error
-// wrapping ErrCorrupt.
-func DecodeInt64(b []byte) (int64, error) {
-	if err := checkFixed(b, formatInt64V1, "int64"); err != nil {
-		return 0, err
-	}
-	return int64(binary.BigEndian.Uint64(b[1:])), nil
 }
 
 func encodeOffset(off int64) []byte {

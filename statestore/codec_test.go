@@ -31,12 +31,12 @@ func TestDedupRoundTrip(t *testing.T) {
 			if b[0] != formatDedupV1 {
 				t.Fatalf("format byte %#x", b[0])
 			}
-			got, err := DecodeDedup(b)
+			got, err := decodeDedup(b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got.FirstSeen != c.want || got.Source != c.in.Source || got.PayloadHash != c.in.PayloadHash {
-				t.Fatalf("DecodeDedup(EncodeDedup(%+v)) = %+v, want FirstSeen %v", c.in, got, c.want)
+				t.Fatalf("decodeDedup(EncodeDedup(%+v)) = %+v, want FirstSeen %v", c.in, got, c.want)
 			}
 		})
 	}
@@ -51,7 +51,6 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"dedup nil", decDedup, nil},
 		{"dedup wrong format", decDedup, append([]byte{0x12}, valid[1:]...)},
-		{"dedup a version", decDedup, EncodeVersion(1)},
 		{"dedup truncated time", decDedup, valid[:5]},
 		{"dedup no length", decDedup, valid[:9]},
 		{"dedup truncated hash", decDedup, valid[:len(valid)-1]},
@@ -59,15 +58,11 @@ func TestDecodeErrors(t *testing.T) {
 		{"dedup length too long", decDedup, withByte(valid, 9, 3)},
 		{"dedup length overflows", decDedup, append(append(bytes.Clone(valid[:9]), bytes.Repeat([]byte{0xff}, 10)...), 1)},
 		{"dedup non-minimal length", decDedup, append(append(bytes.Clone(valid[:9]), 0x82, 0x00), valid[10:]...)},
-		{"version empty", decVersion, []byte{}},
-		{"version short", decVersion, EncodeVersion(1)[:8]},
-		{"version long", decVersion, append(EncodeVersion(1), 0)},
-		{"version an int64", decVersion, EncodeInt64(1)},
-		{"int64 empty", decInt64, nil},
-		{"int64 a version", decInt64, EncodeVersion(1)},
-		{"int64 long", decInt64, append(EncodeInt64(1), 0)},
 		{"offset negative", decOffset, encodeOffset(-1)},
-		{"offset wrong format", decOffset, EncodeInt64(1)},
+		{"dedup an offset", decDedup, encodeOffset(1)},
+		{"offset wrong format", decOffset, append([]byte{formatDedupV1}, encodeOffset(1)[1:]...)},
+		{"offset empty", decOffset, nil},
+		{"offset long", decOffset, append(encodeOffset(1), 0)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if err := c.dec(c.in); !errors.Is(err, ErrCorrupt) {
@@ -77,10 +72,8 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-func decDedup(b []byte) error   { _, err := DecodeDedup(b); return err }
-func decVersion(b []byte) error { _, err := DecodeVersion(b); return err }
-func decInt64(b []byte) error   { _, err := DecodeInt64(b); return err }
-func decOffset(b []byte) error  { _, err := decodeOffset(b); return err }
+func decDedup(b []byte) error  { _, err := decodeDedup(b); return err }
+func decOffset(b []byte) error { _, err := decodeOffset(b); return err }
 
 func withByte(b []byte, i int, v byte) []byte {
 	b = bytes.Clone(b)
@@ -88,29 +81,12 @@ func withByte(b []byte, i int, v byte) []byte {
 	return b
 }
 
-func TestFixedCodecs(t *testing.T) {
-	for _, v := range []uint64{0, 1, 255, 1 << 32, math.MaxUint64} {
-		got, err := DecodeVersion(EncodeVersion(v))
-		if err != nil || got != v {
-			t.Errorf("version %d: got %d, %v", v, got, err)
-		}
-	}
-	for _, v := range []int64{0, 1, -1, math.MinInt64, math.MaxInt64} {
-		got, err := DecodeInt64(EncodeInt64(v))
-		if err != nil || got != v {
-			t.Errorf("int64 %d: got %d, %v", v, got, err)
-		}
-	}
+func TestOffsetCodec(t *testing.T) {
 	for _, v := range []int64{0, 1, math.MaxInt64} {
 		got, err := decodeOffset(encodeOffset(v))
 		if err != nil || got != v {
 			t.Errorf("offset %d: got %d, %v", v, got, err)
 		}
-	}
-	// Versions order like their numbers (big-endian), which keeps
-	// debugging dumps readable.
-	if bytes.Compare(EncodeVersion(2), EncodeVersion(256)) >= 0 {
-		t.Error("EncodeVersion is not big-endian")
 	}
 }
 

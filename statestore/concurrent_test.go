@@ -2,6 +2,7 @@ package statestore
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -18,7 +19,7 @@ func TestConcurrentTasks(t *testing.T) {
 			task := Task{0, p}
 			for i := range rounds {
 				tx := db.Begin()
-				err := tx.Put("s", task, fmt.Appendf(nil, "k%03d", i), EncodeInt64(int64(i)))
+				err := tx.Put("s", task, fmt.Appendf(nil, "k%03d", i), strconv.AppendInt(nil, int64(i), 10))
 				if err == nil {
 					err = tx.PutDedup("dedup", task, fmt.Appendf(nil, "id%03d", i), entry(int64(i), "x"))
 				}

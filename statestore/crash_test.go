@@ -44,7 +44,7 @@ func crashRound(db *DB, i int) error {
 		}
 	}
 	for _, st := range []StoreTask{crashA, crashB} {
-		if err := tx.Put(st.Store, st.Task, []byte("last"), EncodeInt64(int64(i))); err != nil {
+		if err := tx.Put(st.Store, st.Task, []byte("last"), strconv.AppendInt(nil, int64(i), 10)); err != nil {
 			return err
 		}
 	}
@@ -72,7 +72,7 @@ func crashRounds(t *testing.T, db *DB) int {
 		}
 	}
 	if k > 0 {
-		want = append([]kv{{"last", string(EncodeInt64(int64(k - 1)))}}, want...)
+		want = append([]kv{{"last", strconv.Itoa(k - 1)}}, want...)
 	}
 	if got := dbRange(t, db, crashA.Store, crashA.Task); !equalKVs(got, want) {
 		t.Fatalf("offset %d but %s holds %d keys, want %d (first difference near %v)", k, crashA, len(got), len(want), firstDiff(got, want))

@@ -33,9 +33,17 @@ type DB struct {
 	// so a transaction like the last one does not grow them (rehashing and
 	// copying) several times over.
 	sizedKeys, sizedChanges atomic.Int64
-	// ops holds collapse's scratch space (*[]batchOp): Txns of one DB may
-	// apply concurrently.
+	// ops holds the scratch space of Apply's batch (*[]batchOp): Txns of
+	// one DB may apply concurrently.
 	ops sync.Pool
+	// writes counts the batches that changed data keys (Apply, Restore,
+	// Wipe), counted after each commits: a seeker opened before the last
+	// one is reopened before it reads.
+	writes atomic.Uint64
+	// seekers are the Txns' open iterators, closed by Close if their Txn
+	// is still open.
+	seekMu  sync.Mutex
+	seekers map[*seeker]struct{}
 }
 
 // Open opens (creating if needed) the state database in dir. An empty dir
@@ -63,11 +71,11 @@ func openFS(dir string, fs vfs.FS, opts Options) (*DB, error) {
 	}
 	cacheSize := opts.CacheSize
 	if cacheSize == 0 {
-		cacheSize = DefaultCacheSize
+		cacheSize = defaultCacheSize
 	}
 	memTableSize := opts.MemTableSize
 	if memTableSize == 0 {
-		memTableSize = DefaultMemTableSize
+		memTableSize = defaultMemTableSize
 	}
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref() // the DB holds its own reference
@@ -100,7 +108,7 @@ func openFS(dir string, fs vfs.FS, opts Options) (*DB, error) {
 	}
 	switch {
 	case opts.ReadCacheEntries == 0:
-		db.cache = newReadCache(DefaultReadCacheEntries)
+		db.cache = newReadCache(defaultReadCacheEntries)
 	case opts.ReadCacheEntries > 0:
 		db.cache = newReadCache(opts.ReadCacheEntries)
 	}
@@ -149,6 +157,7 @@ func (db *DB) Close() error {
 		return ErrClosed
 	}
 	var errs []error
+	db.closeSeekers()
 	if err := db.pdb.Flush(); err != nil {
 		errs = append(errs, fmt.Errorf("statestore: flush before close: %w", err))
 	}
@@ -277,6 +286,7 @@ func (db *DB) Wipe(store string, task Task) error {
 	if err := b.Commit(db.wo); err != nil {
 		return fmt.Errorf("statestore: wipe %s: %w", st, err)
 	}
+	db.writes.Add(1)
 	if db.cache != nil {
 		db.cache.clear()
 	}
@@ -287,6 +297,15 @@ func (db *DB) Wipe(store string, task Task) error {
 // committed reads the committed value of a full data key, through the read
 // cache when there is one.
 func (db *DB) committed(key []byte) (cachedValue, error) {
+	return db.committedBy(key, db.get)
+}
+
+// get reads the full key with Pebble's point read and returns a copy of
+// the value.
+func (db *DB) get(key []byte) ([]byte, bool, error) { return getKey(db.pdb, key) }
+
+// committedBy is committed with read reading Pebble.
+func (db *DB) committedBy(key []byte, read func([]byte) ([]byte, bool, error)) (cachedValue, error) {
 	c := db.cache
 	var epoch uint64
 	if c != nil {
@@ -296,7 +315,7 @@ func (db *DB) committed(key []byte) (cachedValue, error) {
 		}
 		epoch = e
 	}
-	v, ok, err := getKey(db.pdb, key)
+	v, ok, err := read(key)
 	if err != nil {
 		return cachedValue{}, err
 	}

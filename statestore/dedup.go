@@ -29,7 +29,7 @@ func (t *Txn) GetDedup(store string, task Task, eventID []byte) (DedupEntry, boo
 	if err != nil || !ok {
 		return DedupEntry{}, false, err
 	}
-	e, err := DecodeDedup(v)
+	e, err := decodeDedup(v)
 	if err != nil {
 		return DedupEntry{}, false, fmt.Errorf("%s key %q: %w", StoreTask{store, task}, eventID, err)
 	}
@@ -58,7 +58,7 @@ func (t *Txn) ExpireDedup(store string, task Task, before time.Time, limit int) 
 	}
 	prefix := appendPrefix(nil, kindDedupIndex, st)
 	upper := appendDedupIndexKey(nil, st, before.UnixMilli(), nil)
-	it, err := t.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: upper})
+	it, err := t.indexReader().NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("statestore: expire %s: %w", st, err)
 	}
@@ -95,7 +95,7 @@ func (t *Txn) LatestDedup(store string, task Task) (time.Time, bool, error) {
 		return time.Time{}, false, err
 	}
 	prefix := appendPrefix(nil, kindDedupIndex, st)
-	it, err := t.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := t.indexReader().NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("statestore: latest %s: %w", st, err)
 	}

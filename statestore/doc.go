@@ -3,6 +3,14 @@
 // key-value store of every task the replica runs, the changelog offset each
 // of them includes, and the expiry index of the dedup stores.
 //
+// It is what the runtime keeps state in, not an interface for topology
+// code: a topology's stages reach their stores through package topology,
+// and a DB is opened and driven by a replica (internal/engine), by the test
+// driver (topology/topologytest) and by the sink runner for its delivery
+// ledgers (internal/sinkrunner). Values are opaque bytes its callers
+// encode (a stage's serde, a ledger entry); the one value format of this
+// package is the dedup entry (DedupEntry, EncodeDedup).
+//
 // It has no Kafka code. The runtime stages a Kafka transaction's state writes
 // in a Txn, produces Txn.Changes to the changelog topics inside that
 // transaction, and calls Txn.Apply with the new changelog offsets once the
@@ -37,10 +45,10 @@
 // In the index, first-seen ms is the Unix millisecond with its sign bit
 // flipped, big-endian, so index order is event-time order.
 //
-// Values written by the typed helpers start with a format byte (high nibble:
-// type, low nibble: version): 0x11 DedupEntry, 0x21 version, 0x31 int64.
-// Their decoders validate every byte and return errors wrapping ErrCorrupt;
-// they never panic.
+// Values the package encodes itself start with a format byte (high nibble:
+// type, low nibble: version): 0x11 DedupEntry, and the internal 0x41, 0x51
+// and 0x61 above. Their decoders validate every byte and return errors
+// wrapping ErrCorrupt; they never panic.
 //
 // # Crash safety
 //

@@ -19,13 +19,12 @@ func Example() {
 
 	task := statestore.Task{SubTopology: 0, Partition: 3}
 	tx := db.Begin()
-	_ = tx.Put("totals", task, []byte("alice"), statestore.EncodeInt64(42))
-	_ = tx.Put("totals", task, []byte("bob"), statestore.EncodeInt64(7))
+	_ = tx.Put("totals", task, []byte("alice"), []byte("42"))
+	_ = tx.Put("totals", task, []byte("bob"), []byte("7"))
 	_ = tx.Delete("totals", task, []byte("carol"))
 
 	v, _, _ := tx.Get("totals", task, []byte("alice")) // sees its own write
-	n, _ := statestore.DecodeInt64(v)
-	fmt.Println("staged alice:", n)
+	fmt.Printf("staged alice: %s\n", v)
 
 	for _, c := range tx.Changes() { // produced to app-totals-changelog, partition 3
 		fmt.Printf("changelog: %s %s tombstone=%v\n", c.Store, c.Key, c.Tombstone)
@@ -90,19 +89,18 @@ func ExampleDB_Restore() {
 	fmt.Println("recorded offset:", from, ok) // none: replay from the log start
 	// Records read (read_committed) from app-totals-changelog, partition 1.
 	batch := []statestore.Change{
-		{Key: []byte("alice"), Value: statestore.EncodeInt64(1)},
-		{Key: []byte("alice"), Value: statestore.EncodeInt64(5)},
-		{Key: []byte("bob"), Value: statestore.EncodeInt64(2)},
+		{Key: []byte("alice"), Value: []byte("1")},
+		{Key: []byte("alice"), Value: []byte("5")},
+		{Key: []byte("bob"), Value: []byte("2")},
 		{Key: []byte("bob"), Tombstone: true},
 	}
 	if err := db.Restore("totals", task, batch, 5); err != nil {
 		panic(err)
 	}
 	v, _, _ := db.Get("totals", task, []byte("alice"))
-	n, _ := statestore.DecodeInt64(v)
 	_, bob, _ := db.Get("totals", task, []byte("bob"))
 	next, _, _ := db.Offset("totals", task)
-	fmt.Println("alice:", n, "bob present:", bob, "next offset:", next)
+	fmt.Printf("alice: %s bob present: %v next offset: %d\n", v, bob, next)
 	// Output:
 	// recorded offset: 0 false
 	// alice: 5 bob present: false next offset: 5

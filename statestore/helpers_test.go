@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 func openT(t testing.TB, dir string, opts Options) *DB {
@@ -20,6 +22,15 @@ func openT(t testing.TB, dir string, opts Options) *DB {
 		}
 	})
 	return db
+}
+
+// syncDB makes every write so far durable, MarkOwned's among them, as the
+// next synced Apply, Restore or MarkRestored does.
+func syncDB(db *DB) error {
+	if err := db.check(); err != nil {
+		return err
+	}
+	return db.pdb.LogData(nil, pebble.Sync)
 }
 
 // kv is one key/value pair as Range reports it.

@@ -84,17 +84,6 @@ func (db *DB) mark(what string, wo *pebble.WriteOptions, set func(*pebble.Batch,
 	return nil
 }
 
-// Sync makes every write so far durable, MarkOwned's among them.
-func (db *DB) Sync() error {
-	if err := db.check(); err != nil {
-		return err
-	}
-	if err := db.pdb.LogData(nil, pebble.Sync); err != nil {
-		return fmt.Errorf("statestore: sync: %w", err)
-	}
-	return nil
-}
-
 // LastOwned returns the time MarkOwned or MarkRestored last recorded for
 // store's keyspace of task; ok is false when none is recorded (state
 // written by a release that did not record it, a restore from nothing not

@@ -83,7 +83,7 @@ func TestSyncMakesTheOwnedMarkSurviveACrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			if synced {
-				if err := db.Sync(); err != nil {
+				if err := syncDB(db); err != nil {
 					t.Fatal(err)
 				}
 			}

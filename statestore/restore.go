@@ -43,8 +43,8 @@ const maxSeenKeys = 1 << 20
 // batch, as Restore does, but without syncing each batch: a crash may lose
 // a suffix of the batches applied, each one whole with the changelog offset
 // it reaches, so the state on disk is always the changelog up to the
-// offset it records and a restore after the crash resumes from there. Call
-// DB.Sync once the replay is done to make it durable.
+// offset it records and a restore after the crash resumes from there.
+// DB.MarkRestored, which syncs, makes the replay durable once it is done.
 //
 // Rebuilding a dedup store's expiry index needs each key's previous value.
 // When the keyspace was empty as the Restorer began (a cold restore), a key
@@ -139,6 +139,7 @@ func (r *Restorer) Apply(records []Change, next int64) (err error) {
 	if err := b.Commit(r.wo); err != nil {
 		return fmt.Errorf("statestore: restore %s: %w", st, err)
 	}
+	db.writes.Add(1)
 	if db.cache != nil {
 		db.cache.forget(func(yield func([]byte) bool) {
 			for _, c := range records {

@@ -75,7 +75,7 @@ func TestRestorerCrashKeepsAPrefixThatResumes(t *testing.T) {
 						t.Fatal(err)
 					}
 					if i == 3 { // the first 200 records are durable
-						if err := db.Sync(); err != nil {
+						if err := syncDB(db); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -107,7 +107,7 @@ func TestRestorerCrashKeepsAPrefixThatResumes(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if err := db2.Sync(); err != nil {
+				if err := syncDB(db2); err != nil {
 					t.Fatal(err)
 				}
 				wantOffset(t, db2, st.Store, st.Task, 500, true)

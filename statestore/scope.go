@@ -43,12 +43,6 @@ func (s *Scope) Reset(t *Txn, task Task) {
 	s.Drop()
 }
 
-// Task is the task the scope writes.
-func (s *Scope) Task() Task { return s.task }
-
-// Len is the number of writes staged in the scope.
-func (s *Scope) Len() int { return len(s.ops) }
-
 // Mark returns a mark to Rollback to: the writes staged so far.
 func (s *Scope) Mark() int { return len(s.ops) }
 
@@ -118,7 +112,7 @@ func (s *Scope) GetDedup(store string, eventID []byte) (DedupEntry, bool, error)
 		if o.tombstone {
 			return DedupEntry{}, false, nil
 		}
-		e, err := DecodeDedup(o.value)
+		e, err := decodeDedup(o.value)
 		return e, err == nil, err
 	}
 	e, ok, err := s.t.GetDedup(store, s.task, eventID)

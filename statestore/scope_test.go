@@ -50,8 +50,8 @@ func TestScopeStagesOneRecord(t *testing.T) {
 	t0 := time.UnixMilli(1_700_000_000_000)
 	must(s.PutDedup("ids", []byte("e1"), DedupEntry{FirstSeen: t0}))
 	must(s.Commit())
-	if s.Len() != 0 {
-		t.Errorf("scope holds %d writes after Commit", s.Len())
+	if len(s.ops) != 0 {
+		t.Errorf("scope holds %d writes after Commit", len(s.ops))
 	}
 	if got, want := txnRange(t, tx, "kv", task, nil, nil), []kv{{"a", "txn"}, {"b", "kept"}}; !equalKVs(got, want) {
 		t.Errorf("txn after Commit = %v, want %v", got, want)

@@ -25,31 +25,45 @@ type Change struct {
 }
 
 // Txn stages the state writes of one Kafka transaction, across any number of
-// tasks and stores, in a Pebble indexed batch: reads through the Txn see its
-// own writes over the committed state. Nothing reaches the database until
-// Apply, which the runtime calls after the Kafka transaction has committed;
-// on abort it calls Discard.
+// tasks and stores: reads through the Txn see its own writes over the
+// committed state. Nothing reaches the database until Apply, which the
+// runtime calls after the Kafka transaction has committed; on abort it calls
+// Discard.
+//
+// A write is kept once: its key and value in the list of changes (what the
+// changelog receives) and as its key's last value in a map (what Get reads).
+// No Pebble batch holds the data writes while the transaction is open;
+// Apply builds its batch from the map. Only what is read through an
+// iterator goes into an indexed batch as it is staged: a dedup store's
+// expiry index entries (for ExpireDedup and LatestDedup), and the writes of
+// a store once Range has been called on it. An indexed batch's skiplist
+// insert cost more than the rest of a write's staging, for writes nothing
+// ever iterated.
 //
 // A Txn is not safe for concurrent use: one goroutine drives it. Several Txns
 // may be open at once on one DB (for example one per task, each applied with
 // its own task's offsets); their keyspaces must not overlap.
 type Txn struct {
 	db      *DB
-	b       *pebble.Batch
 	changes []Change
 	staged  map[string]cachedValue // the last write of each data key, by full Pebble key
-	done    bool
-	key     []byte // scratch for data keys
-	ikey    []byte // scratch for index keys
+	// index holds the staged dedup index entries, nil until the first.
+	index *pebble.Batch
+	// ranged holds the staged writes of the stores in rangedStores: those
+	// Range was called on. Nil until the first Range.
+	ranged       *pebble.Batch
+	rangedStores map[string]bool
+	seeker       *seeker // dedup lookups; nil until the first
+	closed       bool    // the DB was closed at Begin
+	done         bool
+	key          []byte // scratch for data keys
+	ikey         []byte // scratch for index keys
 }
 
 // Begin starts a transaction. If the DB is closed, every method of the Txn
 // returns ErrClosed.
 func (db *DB) Begin() *Txn {
-	t := &Txn{db: db}
-	if db.check() == nil {
-		t.b = db.pdb.NewIndexedBatch()
-	}
+	t := &Txn{db: db, closed: db.check() != nil}
 	if n := db.sizedKeys.Load(); n > 0 {
 		t.staged = make(map[string]cachedValue, n)
 	}
@@ -66,7 +80,7 @@ func (t *Txn) check() error {
 	if err := t.db.check(); err != nil {
 		return err
 	}
-	if t.b == nil {
+	if t.closed {
 		return ErrClosed
 	}
 	return nil
@@ -89,11 +103,15 @@ func (t *Txn) Get(store string, task Task, key []byte) (value []byte, ok bool, e
 		return nil, false, err
 	}
 	t.key = append(appendPrefix(t.key[:0], kindData, st), key...)
-	// Every data key the batch holds is in staged, so what is not there is
-	// read from the committed state.
+	// Every data key staged is in staged, so what is not there is read
+	// from the committed state.
 	cv, ok := t.staged[string(t.key)]
 	if !ok {
-		if cv, err = t.db.committed(t.key); err != nil {
+		read := t.db.get
+		if t.db.dedup[store] {
+			read = t.seek
+		}
+		if cv, err = t.db.committedBy(t.key, read); err != nil {
 			return nil, false, err
 		}
 	}
@@ -144,10 +162,15 @@ func (t *Txn) stage(st StoreTask, key, value []byte, tombstone, absent bool) err
 // modifies them afterwards (a Scope's own copies, handed over at Commit).
 func (t *Txn) stageOwned(st StoreTask, key, value []byte, tombstone, absent bool) error {
 	t.key = append(appendPrefix(t.key[:0], kindData, st), key...)
-	var err error
-	t.ikey, err = t.db.write(t.b, st, t.key, value, tombstone, absent, t.ikey)
-	if err != nil {
-		return err
+	if t.db.dedup[st.Store] {
+		if err := t.reindex(st, value, tombstone, absent); err != nil {
+			return err
+		}
+	}
+	if t.ranged != nil && t.rangedStores[st.Store] {
+		if err := setOrDelete(t.ranged, t.key, value, tombstone); err != nil {
+			return fmt.Errorf("statestore: write %s: %w", st, err)
+		}
 	}
 	c := Change{Store: st.Store, Task: st.Task, Key: key, Tombstone: tombstone}
 	if !tombstone {
@@ -161,6 +184,70 @@ func (t *Txn) stageOwned(st StoreTask, key, value []byte, tombstone, absent bool
 	return nil
 }
 
+// reindex stages the move of the index entry of the dedup key in t.key from
+// its previous first-seen time, in this transaction's view, to the new one
+// (or its removal, for a tombstone). absent says the key has no previous
+// value in that view.
+func (t *Txn) reindex(st StoreTask, value []byte, tombstone, absent bool) error {
+	eventID := t.key[prefixLen(st):]
+	var newMs int64
+	if !tombstone {
+		e, err := decodeDedup(value)
+		if err != nil {
+			return fmt.Errorf("%s key %q: %w", st, eventID, err)
+		}
+		newMs = e.FirstSeen.UnixMilli()
+	}
+	var prev cachedValue
+	if !absent {
+		var staged bool
+		if prev, staged = t.staged[string(t.key)]; !staged {
+			var err error
+			if prev, err = t.db.committed(t.key); err != nil {
+				return fmt.Errorf("statestore: read %s: %w", st, err)
+			}
+		}
+	}
+	if t.index == nil {
+		t.index = t.db.pdb.NewIndexedBatch()
+	}
+	if prev.ok {
+		old, err := decodeDedup(prev.v)
+		if err != nil {
+			return fmt.Errorf("%s stored key %q: %w", st, eventID, err)
+		}
+		if oldMs := old.FirstSeen.UnixMilli(); tombstone || oldMs != newMs {
+			t.ikey = appendDedupIndexKey(t.ikey[:0], st, oldMs, eventID)
+			if err := t.index.Delete(t.ikey, nil); err != nil {
+				return fmt.Errorf("statestore: write %s: %w", st, err)
+			}
+		}
+	}
+	if !tombstone {
+		t.ikey = appendDedupIndexKey(t.ikey[:0], st, newMs, eventID)
+		if err := t.index.Set(t.ikey, nil, nil); err != nil {
+			return fmt.Errorf("statestore: write %s: %w", st, err)
+		}
+	}
+	return nil
+}
+
+// indexReader is what reads of the dedup index go through: the staged
+// entries over the committed ones.
+func (t *Txn) indexReader() reader {
+	if t.index != nil {
+		return t.index
+	}
+	return t.db.pdb
+}
+
+func setOrDelete(b *pebble.Batch, key, value []byte, tombstone bool) error {
+	if tombstone {
+		return b.Delete(key, nil)
+	}
+	return b.Set(key, value, nil)
+}
+
 // Range calls fn for each key of store's keyspace of task in [start, end),
 // in key order, as this transaction sees it, until fn returns false. A nil
 // start or end leaves that side unbounded. Keys are passed without the
@@ -171,7 +258,33 @@ func (t *Txn) Range(store string, task Task, start, end []byte, fn func(key, val
 	if err != nil {
 		return err
 	}
-	return scan(t.b, appendPrefix(nil, kindData, st), start, end, fn)
+	if !t.rangedStores[store] {
+		if err := t.rangeStore(store); err != nil {
+			return err
+		}
+	}
+	return scan(t.ranged, appendPrefix(nil, kindData, st), start, end, fn)
+}
+
+// rangeStore copies the writes staged so far in store into the ranged
+// batch, which takes the store's later writes as they are staged.
+func (t *Txn) rangeStore(store string) error {
+	if t.ranged == nil {
+		t.ranged = t.db.pdb.NewIndexedBatch()
+		t.rangedStores = map[string]bool{}
+	}
+	var key []byte
+	for _, c := range t.changes {
+		if c.Store != store {
+			continue
+		}
+		key = append(appendPrefix(key[:0], kindData, StoreTask{c.Store, c.Task}), c.Key...)
+		if err := setOrDelete(t.ranged, key, c.Value, c.Tombstone); err != nil {
+			return fmt.Errorf("statestore: range %s: %w", store, err)
+		}
+	}
+	t.rangedStores[store] = true
+	return nil
 }
 
 // Changes lists every Put and Delete staged so far, in order. Changes are
@@ -230,18 +343,11 @@ func (t *Txn) Apply(offsets map[StoreTask]int64) error {
 		}
 	}
 	defer t.finish()
-	for st, off := range offsets {
-		if err := t.b.Set(appendPrefix(t.key[:0], kindOffset, st), encodeOffset(off), nil); err != nil {
-			return fmt.Errorf("statestore: apply: %w", err)
-		}
-	}
-	// The indexed batch served the transaction's reads; what is written is
-	// its collapsed copy (see collapse).
 	ops, _ := t.db.ops.Get().(*[]batchOp)
 	if ops == nil {
 		ops = new([]batchOp)
 	}
-	commit, err := collapse(t.db.pdb, t.b, ops)
+	commit, err := t.batch(offsets, ops)
 	t.db.ops.Put(ops)
 	if err != nil {
 		return fmt.Errorf("statestore: apply: %w", err)
@@ -250,6 +356,7 @@ func (t *Txn) Apply(offsets map[StoreTask]int64) error {
 	if err := commit.Commit(t.db.wo); err != nil {
 		return fmt.Errorf("statestore: apply: %w", err)
 	}
+	t.db.writes.Add(1)
 	if c := t.db.cache; c != nil {
 		c.update(maps.All(t.staged))
 	}
@@ -274,9 +381,16 @@ func (t *Txn) finish() {
 	t.done = true
 	t.changes = nil
 	t.staged = nil
-	if t.b != nil {
-		_ = t.b.Close() // only reports a batch already closed
-		t.b = nil
+	for _, b := range []**pebble.Batch{&t.index, &t.ranged} {
+		if *b != nil {
+			_ = (*b).Close() // only reports a batch already closed
+			*b = nil
+		}
+	}
+	t.rangedStores = nil
+	if t.seeker != nil {
+		t.db.closeSeeker(t.seeker)
+		t.seeker = nil
 	}
 }
 
@@ -309,7 +423,7 @@ func (db *DB) reindex(b *pebble.Batch, st StoreTask, dataKey, value []byte, tomb
 	eventID := dataKey[prefixLen(st):]
 	var newMs int64
 	if !tombstone {
-		e, err := DecodeDedup(value)
+		e, err := decodeDedup(value)
 		if err != nil {
 			return ikey, fmt.Errorf("%s key %q: %w", st, eventID, err)
 		}
@@ -324,7 +438,7 @@ func (db *DB) reindex(b *pebble.Batch, st StoreTask, dataKey, value []byte, tomb
 	case err != nil:
 		return ikey, fmt.Errorf("statestore: read %s: %w", st, err)
 	default:
-		oldE, derr := DecodeDedup(old)
+		oldE, derr := decodeDedup(old)
 		_ = closer.Close()
 		if derr != nil {
 			return ikey, fmt.Errorf("%s stored key %q: %w", st, eventID, derr)

@@ -21,11 +21,13 @@ type BenchCmd struct {
 	ValueSize      []int           `name:"value-size" default:"100" help:"Value sizes in bytes to sweep, comma-separated (copy; orders values have their own size)."`
 	Partitions     int             `name:"partitions" default:"6" help:"Partitions of every input topic."`
 	Replicas       int             `name:"replicas" default:"1" help:"Replicas of each variant, in this process (Kafka Streams: one process each)."`
-	Repeats        int             `name:"repeats" default:"2" help:"Runs of each variant per point, alternated (EOS, ALOS, peers, EOS, ...); figures are medians."`
+	Threads        int             `name:"threads" default:"1" help:"Threads of each replica: Kafka Streams' num.stream.threads; onceflow (one driver goroutine per processor) runs that many processors per replica in this process, the Go peers that many copy loops."`
+	Repeats        int             `name:"repeats" default:"3" help:"Runs of each variant per point; repeat i starts at variant i mod n (EOS, ALOS, peers; then ALOS, peers, EOS; ...); figures are medians with their spread."`
 	Rate           int             `name:"rate" default:"0" help:"Records/s of the latency runs, written at a steady rate (0: half the measured exactly-once maximum)."`
 	NoLatency      bool            `name:"no-latency" help:"Skip the latency runs (throughput only)."`
 	LatencyWindow  time.Duration   `name:"latency-window" default:"20s" help:"A latency run writes at its rate for at most this long (min(--records, rate × window) records)."`
 	Warmup         int             `name:"warmup" default:"200000" help:"Records of one unmeasured run before the first measured one, so a freshly started broker is warm (0: none)."`
+	ColdRecords    int             `name:"cold-records" default:"0" help:"Start each throughput run's window once this many records are committed; the part before is reported apart as its cold figures (a fresh Kafka Streams JVM compiles its hot paths there). Every variant gets the same split (0: none)."`
 	CommitRecords  int             `name:"commit-records" default:"0" help:"onceflow's early commit after this many records (0: the engine's default)."`
 	Peers          bool            `name:"peers" help:"Also run the peers: sarama's transactional copy loop (the client's floor), franz-go's GroupTransactSession loop, and Kafka Streams (only with --brokers)."`
 	Variants       []string        `name:"variants" help:"Run only these variants, comma-separated (eos, alos, sarama, franz, kstreams_eos, kstreams_alos)."`
@@ -65,11 +67,13 @@ func (c *BenchCmd) Run(env *Env) error {
 		Records:         c.Records,
 		Partitions:      c.Partitions,
 		Replicas:        c.Replicas,
+		Threads:         c.Threads,
 		Repeats:         c.Repeats,
 		CommitIntervals: c.CommitInterval,
 		ValueSizes:      c.ValueSize,
 		CommitRecords:   c.CommitRecords,
 		Warmup:          c.Warmup,
+		ColdRecords:     c.ColdRecords,
 		LatencyWindow:   c.LatencyWindow,
 		Rate:            rate,
 		Peers:           c.Peers,

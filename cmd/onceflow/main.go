@@ -2,7 +2,7 @@
 // records to them (your own or generated ones), runs a replica of a
 // built-in topology, verifies its output, shows a group's lag, benchmarks
 // and demonstrates exactly-once: the commands broker, topics, produce, run,
-// verify, lag, bench, demo and chaos. Each command lives in its own file and only
+// verify, lag, bench, demo, chaos and scenario. Each command lives in its own file and only
 // turns flags into a library configuration; the work is in the libraries.
 package main
 
@@ -41,6 +41,7 @@ type CLI struct {
 	Demo      DemoCmd      `cmd:"" help:"The main job on the embedded broker: produce, run three replicas, kill one, verify exactly-once."`
 	Pageviews PageviewsCmd `cmd:"" help:"The windowed example's input and check: produce page views with their truth, verify the final counts."`
 	Chaos     ChaosCmd     `cmd:"" help:"Run three replicas under random replica kills, pauses and broker kills; verify nothing was lost or doubled."`
+	Scenario  ScenarioCmd  `cmd:"" help:"End-to-end scenarios with replica processes (orders, pageviews, poison, sinks, cli): SIGKILLs while records flow, then the checks and figures."`
 }
 
 func main() {

@@ -13,6 +13,7 @@ import (
 	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/sinks"
 )
 
@@ -47,8 +48,8 @@ func TestSinksAndDLQCommands(t *testing.T) {
 		{Topic: "shop-sink-hook-ledger-changelog", Key: []byte("hook:e"),
 			Value: sinkrunner.EncodeEntry(sinkrunner.Entry{State: sinkrunner.Unknown, Attempts: 1, RecordKey: []byte("c-5"), Payload: []byte(`{"order":"o-5"}`)})},
 		{Topic: "shop-sink-hook-dlq", Value: []byte(`{"order":"o-4"}`), Headers: []kgo.RecordHeader{
-			{Key: sinks.HeaderIdempotencyKey, Value: []byte("hook:d")}, {Key: sinks.HeaderError, Value: []byte("status 400")},
-			{Key: sinks.HeaderAttempts, Value: []byte("1")}, {Key: sinks.HeaderClass, Value: []byte("permanent")}}},
+			{Key: sinks.HeaderIdempotencyKey, Value: []byte("hook:d")}, {Key: wire.HeaderSinkError, Value: []byte("status 400")},
+			{Key: wire.HeaderSinkAttempts, Value: []byte("1")}, {Key: wire.HeaderSinkClass, Value: []byte("permanent")}}},
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -97,7 +98,7 @@ func TestSinksAndDLQCommands(t *testing.T) {
 	}
 	var got []string
 	for _, r := range outbox {
-		got = append(got, fmt.Sprintf("%s %s %s %s %s", r.Headers[sinks.HeaderCommand], r.Headers[sinks.HeaderResolveAs],
+		got = append(got, fmt.Sprintf("%s %s %s %s %s", r.Headers[wire.HeaderSinkCommand], r.Headers[wire.HeaderSinkResolveAs],
 			r.Headers[sinks.HeaderIdempotencyKey], r.Key, r.Value))
 	}
 	if want := `redrive  hook:d  {"order":"o-4"}|resolve retry hook:e c-5 {"order":"o-5"}`; strings.Join(got, "|") != want {
@@ -136,7 +137,7 @@ func TestBatchCommands(t *testing.T) {
 	}
 	dead := func(key string, p int32, payload string) *kgo.Record {
 		return &kgo.Record{Topic: "shop-sink-hook-dlq", Partition: p, Key: []byte("c-" + key), Value: []byte(payload),
-			Headers: []kgo.RecordHeader{{Key: sinks.HeaderIdempotencyKey, Value: []byte(key)}, {Key: sinks.HeaderClass, Value: []byte("permanent")}}}
+			Headers: []kgo.RecordHeader{{Key: sinks.HeaderIdempotencyKey, Value: []byte(key)}, {Key: wire.HeaderSinkClass, Value: []byte("permanent")}}}
 	}
 	recs := []*kgo.Record{
 		entry("hook:u1", 0, sinkrunner.Unknown, "p-u1"), entry("hook:u2", 1, sinkrunner.Unknown, "p-u2"), entry("hook:u3", 1, sinkrunner.Unknown, "p-u3"),
@@ -188,7 +189,7 @@ func TestBatchCommands(t *testing.T) {
 	}
 	var got []string
 	for _, r := range outbox {
-		got = append(got, fmt.Sprintf("%d %s%s %s %s %s", r.Partition, r.Headers[sinks.HeaderCommand], r.Headers[sinks.HeaderResolveAs],
+		got = append(got, fmt.Sprintf("%d %s%s %s %s %s", r.Partition, r.Headers[wire.HeaderSinkCommand], r.Headers[wire.HeaderSinkResolveAs],
 			r.Headers[sinks.HeaderIdempotencyKey], r.Key, r.Value))
 	}
 	want := "0 resolveretry hook:u1 c-hook:u1 p-u1|0 redrive hook:d1 c-hook:d1 p-d1|0 redrive hook:d1 c-hook:d1 p-d1|" +

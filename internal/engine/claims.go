@@ -225,9 +225,9 @@ func (h *handler) prepare(s kafka.Session, task statestore.Task) error {
 	h.tasks.restore.Lock()
 	defer h.tasks.restore.Unlock()
 	ctx, stop := whileAssigned(s, mine)
-	e.commits.progress.restoring(true, total(e.m.restored))
+	e.commits.progress.restoring(true, e.m.restored.value())
 	err := e.restorer.restoreTasks(ctx, mine)
-	e.commits.progress.restoring(false, total(e.m.restored))
+	e.commits.progress.restoring(false, e.m.restored.value())
 	revoked := stop()
 	if err != nil || revoked {
 		if revoked && !ended(s) {

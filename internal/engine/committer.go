@@ -53,7 +53,7 @@ func (c committer) transaction(p txnProducer, s member, offsets map[string]map[i
 	proof func(context.Context) (map[string]map[int32]int64, error)) (release func(), step string, err error) {
 	release = func() {}
 	if err := p.Err(); err != nil {
-		c.m.commitFailures.WithLabelValues("produce").Inc()
+		c.m.commitFailures.add("produce", 1)
 		return release, "produce", err
 	}
 	if h := c.hooks.BeforeAddOffsets; h != nil {

@@ -100,7 +100,7 @@ func TestCommitterCommitsAndNamesTheFailedStep(t *testing.T) {
 
 	failed := errors.New("failed")
 	p = &fakeTxnProducer{err: failed}
-	if _, step, err := c.transaction(p, &fakeMember{}, offsets, noProof); step != "produce" || err != failed || len(p.calls) != 0 || total(c.m.commitFailures.WithLabelValues("produce")) != 1 {
+	if _, step, err := c.transaction(p, &fakeMember{}, offsets, noProof); step != "produce" || err != failed || len(p.calls) != 0 || c.m.commitFailures.values()["produce"] != 1 {
 		t.Errorf("failed sends: step %q, %v, calls %v; want produce, counted, nothing called", step, err, p.calls)
 	}
 	if _, step, _ := c.transaction(&fakeTxnProducer{fail: map[string]error{"add": failed}}, &fakeMember{}, offsets, noProof); step != "add offsets" {

@@ -162,7 +162,7 @@ func New(cfg Config, g *graph.Graph) (*Engine, error) {
 	}
 	m.txnTimeout.Set(cfg.Timeouts.Transaction.Seconds())
 	for _, t := range append(g.SinkTopics(), g.OutboxTopics()...) {
-		m.recordsOut.WithLabelValues(t) // at zero before the first record
+		m.recordsOut.add(t, 0) // at zero before the first record
 	}
 	e := &Engine{cfg: cfg, g: g, log: log, m: m, output: outputPolicy{now: cfg.Now, rejected: cfg.AppID + "-rejected"}, commits: commitWatch{progress: newProgress(cfg.Now)}}
 	e.commits.size = newTxnSize(cfg.CommitRecords, cfg.CommitInterval)

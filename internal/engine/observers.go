@@ -100,7 +100,7 @@ type commitCounter struct {
 }
 
 func (k commitCounter) committed(c commitInfo) {
-	k.m.transactions.WithLabelValues("committed").Inc()
+	k.m.committed.Inc()
 	c.tally.count(k.m, k.rejected)
 	k.m.commitLatency.Observe(c.took.Seconds())
 	k.m.recordsPerTxn.Observe(float64(c.records))
@@ -110,8 +110,8 @@ func (k commitCounter) aborted(a abortInfo) {
 	if a.timedOut {
 		k.m.commitTimeouts.Inc()
 	}
-	k.m.commitFailures.WithLabelValues(a.state.String()).Inc()
-	k.m.transactions.WithLabelValues("aborted").Inc()
+	k.m.commitFailures.add(a.state.String(), 1)
+	k.m.aborted.Inc()
 }
 
 // notifyCommitted tells the session's observers of a commit.

@@ -48,12 +48,12 @@ func TestCommitObservers(t *testing.T) {
 		got  int64
 		want int64
 	}{
-		"committed":   {total(m.transactions.WithLabelValues("committed")), 1},
-		"records in":  {total(m.recordsIn), 3},
-		"records out": {total(m.recordsOut), 2},
-		"rejected":    {total(m.rejected), 1},
-		"slow":        {total(m.slowCommits), 1},
-		"shrinks":     {total(m.txnShrinks), 1},
+		"committed":   {m.committed.value(), 1},
+		"records in":  {sum(m.recordsIn.values()), 3},
+		"records out": {sum(m.recordsOut.values()), 2},
+		"rejected":    {sum(m.rejected.values()), 1},
+		"slow":        {m.slowCommits.value(), 1},
+		"shrinks":     {m.txnShrinks.value(), 1},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s after a commit: %d, want %d", what, c.got, c.want)
@@ -71,10 +71,10 @@ func TestCommitObservers(t *testing.T) {
 		got  int64
 		want int64
 	}{
-		"aborted":  {total(m.transactions.WithLabelValues("aborted")), 1},
-		"timeouts": {total(m.commitTimeouts), 1},
-		"failures": {total(m.commitFailures), 1},
-		"shrinks":  {total(m.txnShrinks), 2},
+		"aborted":  {m.aborted.value(), 1},
+		"timeouts": {m.commitTimeouts.value(), 1},
+		"failures": {sum(m.commitFailures.values()), 1},
+		"shrinks":  {m.txnShrinks.value(), 2},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s after a timed-out step: %d, want %d", what, c.got, c.want)

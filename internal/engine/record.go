@@ -26,7 +26,7 @@ func (d *driver) process(b kafka.Batch) {
 	task := taskName(sub, b.Partition)
 	d.st.state.SetTask(statestore.Task{SubTopology: sub, Partition: b.Partition})
 	if n := len(b.Records); n > 0 {
-		e.m.lag(b.Topic, b.Partition).Set(float64(max(b.HighWaterMark-b.Records[n-1].Offset-1, 0)))
+		e.m.setLag(b.Topic, b.Partition, max(b.HighWaterMark-b.Records[n-1].Offset-1, 0))
 	}
 	for i := range b.Records {
 		r := &b.Records[i]
@@ -44,10 +44,10 @@ func (d *driver) process(b kafka.Batch) {
 		return
 	}
 	if d.st.open() {
-		d.st.sendChanges(d.p)
+		d.st.sendChunk(d.p)
 	}
 	if err := d.p.Err(); err != nil {
-		e.m.commitFailures.WithLabelValues("produce").Inc()
+		e.m.commitFailures.add("produce", 1)
 		d.fail("produce", err)
 		return
 	}

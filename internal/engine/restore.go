@@ -198,7 +198,7 @@ func (r *restorer) applyRestore(st statestore.StoreTask, from int64, start time.
 			return err
 		}
 		n += int64(len(b.records))
-		r.m.restored.Add(float64(len(b.records)))
+		r.m.restored.Add(int64(len(b.records)))
 		if n > 0 && n%100000 < int64(len(b.records)) {
 			log.Info("restoring", "records", n, "offset", b.next)
 		}

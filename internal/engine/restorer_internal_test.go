@@ -109,7 +109,7 @@ func TestRestorerResumesWipesAndRestores(t *testing.T) {
 				p, old, want.old, restored, off, want.offset, owned, now)
 		}
 	}
-	if n := total(m.wipes); n != 2 {
+	if n := m.wipes.value(); n != 2 {
 		t.Errorf("wipes: %d, want 2", n)
 	}
 

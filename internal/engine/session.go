@@ -38,7 +38,7 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	md := s.Metadata()
 	e.commits.live.session(md, s.Claims())
 	e.commits.live.bind(s)
-	e.commits.live.sample(e.commits.progress.now(), total(e.m.transactions.WithLabelValues("committed")))
+	e.commits.live.sample(e.commits.progress.now(), e.m.committed.value())
 	e.log.Info("session started", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(s.Claims()))
 	if err := e.checkTasksWhole(s.Claims()); err != nil {
 		e.log.Error("refusing a session that holds part of a task; stopping", "error", err)
@@ -67,9 +67,9 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 		// that the replica joins the new generation at once instead of
 		// being evicted when the rebalance times out.
 		rctx, rebalancing := e.untilRebalance(s)
-		e.commits.progress.restoring(true, total(e.m.restored))
+		e.commits.progress.restoring(true, e.m.restored.value())
 		err := e.restorer.restoreTasks(rctx, s.Claims())
-		e.commits.progress.restoring(false, total(e.m.restored))
+		e.commits.progress.restoring(false, e.m.restored.value())
 		rebalanced := rebalancing()
 		if err != nil {
 			if ended(s) || rebalanced {

@@ -167,7 +167,7 @@ func (e *Engine) stallTimeout() time.Duration {
 // commit for longer than the stall timeout (a hung commit, a loop of aborts
 // and rewinds), or a restore that has not moved for as long.
 func (e *Engine) Health() error {
-	stalls, aborts := e.commits.progress.stalls(e.stallTimeout(), total(e.m.restored))
+	stalls, aborts := e.commits.progress.stalls(e.stallTimeout(), e.m.restored.value())
 	if len(stalls) == 0 {
 		return nil
 	}
@@ -201,8 +201,8 @@ func (e *Engine) watch(ctx context.Context, tick <-chan time.Time) {
 		case <-tick:
 		}
 		now := e.commits.progress.now()
-		e.commits.live.sample(now, total(e.m.transactions.WithLabelValues("committed")))
-		stalls, aborts := e.commits.progress.stalls(bound, total(e.m.restored))
+		e.commits.live.sample(now, e.m.committed.value())
+		stalls, aborts := e.commits.progress.stalls(bound, e.m.restored.value())
 		e.m.stalled.Set(float64(len(stalls)))
 		e.m.oldestPending.Set(e.commits.progress.oldestPending().Seconds())
 		next := map[string]time.Time{} // stalled partition → last reported
@@ -225,7 +225,7 @@ func (e *Engine) watch(ctx context.Context, tick <-chan time.Time) {
 		}
 		if on, since := e.commits.progress.restoreState(); on && now.Sub(lastRestoreLog) >= restoreLogInterval {
 			lastRestoreLog = now
-			e.log.Named("restore").Info("restore in progress", "restored_records", total(e.m.restored), "since_last_record", now.Sub(since).Round(time.Millisecond))
+			e.log.Named("restore").Info("restore in progress", "restored_records", e.m.restored.value(), "since_last_record", now.Sub(since).Round(time.Millisecond))
 		}
 	}
 }

@@ -95,11 +95,11 @@ func (r *restorer) measureState() {
 			continue
 		}
 		now[st] = true
-		r.m.stateBytes.WithLabelValues(st.Store, st.Task.String()).Set(float64(n))
+		r.m.stateBytes.set(storeTaskName{st.Store, st.Task.String()}, n)
 	}
 	for st := range s.mu.shown {
 		if !now[st] {
-			r.m.stateBytes.DeleteLabelValues(st.Store, st.Task.String())
+			r.m.stateBytes.drop(storeTaskName{st.Store, st.Task.String()})
 		}
 	}
 	s.mu.shown = now
@@ -134,11 +134,11 @@ type StoreSize struct {
 	Bytes       int64
 }
 
-// storeSizes reads the state-size gauge, sorted by store and task.
+// storeSizes reads the measured store sizes, sorted by store and task.
 func (e *Engine) storeSizes() []StoreSize {
 	var out []StoreSize
-	for _, m := range collect(e.m.stateBytes) {
-		out = append(out, StoreSize{Store: label(m, "store"), Task: label(m, "task"), Bytes: int64(m.GetGauge().GetValue())})
+	for st, n := range e.m.stateBytes.values() {
+		out = append(out, StoreSize{Store: st.store, Task: st.task, Bytes: n})
 	}
 	slices.SortFunc(out, func(a, b StoreSize) int {
 		return cmp.Or(strings.Compare(a.Store, b.Store), cmp.Compare(len(a.Task), len(b.Task)), strings.Compare(a.Task, b.Task))

@@ -93,7 +93,7 @@ func TestStateSizeMeasuredPeriodically(t *testing.T) {
 	if n := size(b); n < 200_000 {
 		t.Errorf("totals/0_1 after the first tick: %d bytes, want at least 200 KB", n)
 	}
-	if n := gaugeValue(m.stateDisk); n < 200_000 {
+	if n := int64(m.stateDisk.value()); n < 200_000 {
 		t.Errorf("state disk bytes: %d, want at least 200 KB", n)
 	}
 	write(a, 100, false) // in the memtable: counted by reading the keys
@@ -174,7 +174,7 @@ func TestStateDiskBytesIsDu(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := gaugeValue(m.stateDisk); got != du {
+	if got := int64(m.stateDisk.value()); got != du {
 		t.Errorf("onceflow_state_disk_bytes %d, allocated blocks under the state directory %d", got, du)
 	}
 	if got := int64(e.restorer.sizes.usage().Disk); got != du {

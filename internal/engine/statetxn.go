@@ -103,19 +103,42 @@ func (st *stateTxn) stage() error {
 // transaction; their tombstones join the changelog.
 func (st *stateTxn) expireDedup() error {
 	n, err := st.state.Expire(10000)
-	st.m.expired.Add(float64(n))
+	st.m.expired.Add(int64(n))
 	return err
 }
 
+// changelogChunk is how many unsent state changes an input batch leaves
+// for later: below it, they wait for a later batch or the commit, so a
+// key written in several batches is sent once.
+//
+// Measured with BenchmarkOrders (exactly-once, 30,000 events, embedded
+// broker in the process), six pairs against sending after every batch on
+// a loaded two-core machine: 2.10 -> 1.65-1.79 changelog records per
+// event, CPU per event 24.4 -> 23.4 us (median; lower in 5 of 6 pairs),
+// throughput without a consistent difference. Sending everything at commit
+// (1.59-1.75 records per event) cost more CPU (23.5 -> 25.2 us) and
+// throughput in each of 3 pairs: the commit waited for the whole
+// changelog, and the transactions shrank under that pressure.
+const changelogChunk = 8192
+
+// sendChunk sends, after an input batch, the transaction's unsent state
+// changes to their changelogs once they are changelogChunk or more (see
+// sendChanges).
+func (st *stateTxn) sendChunk(p changelogProducer) {
+	if len(st.txn.Changes())-st.sent >= changelogChunk {
+		st.sendChanges(p)
+	}
+}
+
 // sendChanges sends the transaction's unsent state changes to their
-// changelogs: after each input batch, and at commit. Only the last write of
-// each key among them is sent: a hot key (a running total) written by every
-// record of a batch costs one changelog record per batch, not one per
-// record, and a restore, which sees the transaction whole or not at all,
-// only ever needs the last value. Sending per batch rather than at commit
-// keeps the commit short: the changelog partitions join the transaction
-// (AddPartitionsToTxn) and their records are on the wire while the
-// transaction is still taking input.
+// changelogs: from sendChunk, and at commit. Only the last write of each
+// key among them is sent: a hot key (a running total) written by every
+// record costs one changelog record per chunk, not one per record, and a
+// restore, which sees the transaction whole or not at all, only ever needs
+// the last value. Sending chunks as the transaction takes input, rather
+// than everything at commit, keeps the commit short: the changelog
+// partitions join the transaction (AddPartitionsToTxn) and their records
+// are on the wire while the transaction is still taking input.
 func (st *stateTxn) sendChanges(p changelogProducer) {
 	changes := st.txn.Changes()
 	chunk := changes[st.sent:]
@@ -153,8 +176,8 @@ func (st *stateTxn) sendChanges(p changelogProducer) {
 		p.Send(&kafka.Message{Topic: s.topic, Partition: c.Task.Partition, Key: c.Key, Value: value, Track: true, Timestamp: now})
 	}
 	st.sent = len(changes)
-	st.m.stateChanges.WithLabelValues("sent").Add(float64(sent))
-	st.m.stateChanges.WithLabelValues("collapsed").Add(float64(collapsed))
+	st.m.changesSent.Add(int64(sent))
+	st.m.changesCollapsed.Add(int64(collapsed))
 }
 
 // changeKey identifies a state key across stores and tasks.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func (f *fakeChangelogProducer) TrackedOffsets(context.Context) (map[string]map[
 
 // The state transaction opens a Pebble transaction per Kafka transaction,
 // sends only the last write of each key among its unsent changes to the
-// changelog, applies a committed one with its changelog offsets and
+// changelog (after a batch only once changelogChunk are unsent), applies a committed one with its changelog offsets and
 // discards an aborted one; no broker.
 func TestStateTxnSendsAppliesAndDiscards(t *testing.T) {
 	m, err := newMetrics(prometheus.NewRegistry(), "app", "r1")
@@ -70,11 +71,15 @@ func TestStateTxnSendsAppliesAndDiscards(t *testing.T) {
 	put("b", "1")
 	put("a", "2")
 	put("a", "3")
+	st.sendChunk(p)
+	if len(p.sent) != 0 {
+		t.Fatalf("after a batch of 4 changes: %d changelog records sent, want none before %d", len(p.sent), changelogChunk)
+	}
 	st.sendChanges(p)
 	if len(p.sent) != 2 || string(p.sent[0].Key) != "b" || string(p.sent[1].Value) != "3" || p.sent[1].Topic != changelog || p.sent[1].Partition != 1 || !p.sent[1].Track {
 		t.Fatalf("changelog records sent: %+v, want b=1 and a=3 on %s/1, tracked", p.sent, changelog)
 	}
-	if sent, collapsed := total(m.stateChanges.WithLabelValues("sent")), total(m.stateChanges.WithLabelValues("collapsed")); sent != 2 || collapsed != 2 {
+	if sent, collapsed := m.changesSent.value(), m.changesCollapsed.value(); sent != 2 || collapsed != 2 {
 		t.Errorf("state changes sent %d, collapsed %d; want 2, 2", sent, collapsed)
 	}
 	put("b", "2")
@@ -100,6 +105,14 @@ func TestStateTxnSendsAppliesAndDiscards(t *testing.T) {
 	put("a", "4")
 	if st.empty() {
 		t.Errorf("a transaction with a write counts as empty")
+	}
+	for i := range changelogChunk {
+		put(strconv.Itoa(i), "x")
+	}
+	before := len(p.sent)
+	st.sendChunk(p)
+	if got := len(p.sent) - before; got != changelogChunk+1 {
+		t.Errorf("after %d more changes: %d changelog records sent, want %d (with a=4)", changelogChunk, got, changelogChunk+1)
 	}
 	st.discard()
 	if v, _, _ := db.Get("totals", task, []byte("a")); st.open() || string(v) != "3" {

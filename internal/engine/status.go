@@ -3,13 +3,8 @@ package engine
 import (
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/onceflow/onceflow/internal/kafka"
 )
@@ -169,12 +164,12 @@ func (e *Engine) Status() Status {
 		_, since := e.commits.progress.restoreState()
 		st.RestoreIdle = now.Sub(since)
 	}
-	st.Rejections = byLabel(e.m.rejected, "reason")
+	st.Rejections = e.m.rejected.values()
 	st.State = e.storeSizes()
 	u := e.restorer.sizes.usage()
 	st.StateDisk, st.StateMemTable = int64(u.Disk), int64(u.MemTable)
-	st.TxnRecords = gaugeValue(e.m.txnRecordsLimit)
-	st.TxnInterval = time.Duration(gaugeFloat(e.m.txnInterval) * float64(time.Second)).Round(time.Microsecond)
+	st.TxnRecords = int64(e.m.txnRecordsLimit.value())
+	st.TxnInterval = time.Duration(e.m.txnInterval.value() * float64(time.Second)).Round(time.Microsecond)
 	st.TxnShrunk = st.TxnRecords < int64(e.cfg.CommitRecords) || st.TxnInterval < e.cfg.CommitInterval
 	st.Tasks, st.AbortsSinceCommit = e.taskStatuses(now, claims)
 	return st
@@ -183,18 +178,15 @@ func (e *Engine) Status() Status {
 // taskStatuses lists the claimed input partitions, sorted by topic and
 // partition.
 func (e *Engine) taskStatuses(now time.Time, claims map[string][]int32) ([]TaskStatus, int) {
-	lags := map[string]int64{}
-	for _, m := range collect(e.m.consumerLag) {
-		lags[label(m, "topic")+"/"+label(m, "partition")] = int64(m.GetGauge().GetValue())
-	}
-	in := byLabel(e.m.recordsIn, "task")
+	lags := e.m.consumerLag.values()
+	in := e.m.recordsIn.values()
 	pending, aborts := e.commits.progress.pendingSince()
 	bound := e.stallTimeout()
 	var out []TaskStatus
 	for _, topic := range slices.Sorted(maps.Keys(claims)) {
 		for _, p := range slices.Sorted(slices.Values(claims[topic])) {
 			t := TaskStatus{Task: taskName(e.g.SubTopologyOf(topic), p), Topic: topic, Partition: p, Lag: -1}
-			if lag, ok := lags[topic+"/"+strconv.Itoa(int(p))]; ok {
+			if lag, ok := lags[topicPartition{topic, p}]; ok {
 				t.Lag = lag
 			}
 			t.RecordsIn = in[t.Task]
@@ -213,36 +205,6 @@ func (p *progress) pendingSince() (map[topicPartition]time.Time, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return maps.Clone(p.mu.pending), p.mu.aborts
-}
-
-// byLabel sums a counter vector's series by one label.
-func byLabel(c prometheus.Collector, name string) map[string]int64 {
-	out := map[string]int64{}
-	for _, m := range collect(c) {
-		out[label(m, name)] += int64(m.GetCounter().GetValue())
-	}
-	return out
-}
-
-// gaugeValue reads a gauge, truncated to an integer.
-func gaugeValue(g prometheus.Gauge) int64 { return int64(gaugeFloat(g)) }
-
-// gaugeFloat reads a gauge.
-func gaugeFloat(g prometheus.Gauge) float64 {
-	var pb dto.Metric
-	if g.Write(&pb) != nil {
-		return 0
-	}
-	return pb.GetGauge().GetValue()
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if strings.EqualFold(l.GetName(), name) {
-			return l.GetValue()
-		}
-	}
-	return ""
 }
 
 // slowCommitShare is the share of the transaction timeout above which a

@@ -21,7 +21,7 @@ func TestSlowCommitsCounted(t *testing.T) {
 	for _, took := range []time.Duration{time.Second, 4 * time.Second, 4100 * time.Millisecond, 7 * time.Second} {
 		e.checkCommitLatency(took)
 	}
-	if n := total(m.slowCommits); n != 2 {
+	if n := m.slowCommits.value(); n != 2 {
 		t.Errorf("slow commits: %d, want 2 (4.1 s and 7 s of an 8 s timeout)", n)
 	}
 }

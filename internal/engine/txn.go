@@ -129,16 +129,16 @@ func newTally() tally {
 
 func (t tally) count(m *metrics, rejected string) {
 	for task, n := range t.in {
-		m.recordsIn.WithLabelValues(task).Add(float64(n))
+		m.recordsIn.add(task, int64(n))
 	}
 	for topic, n := range t.out {
 		if topic == rejected {
 			continue
 		}
-		m.recordsOut.WithLabelValues(topic).Add(float64(n))
+		m.recordsOut.add(topic, int64(n))
 	}
 	for reason, n := range t.rejected {
-		m.rejected.WithLabelValues(reason).Add(float64(n))
+		m.rejected.add(reason, int64(n))
 	}
 	t.clear()
 }

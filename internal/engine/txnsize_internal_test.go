@@ -93,10 +93,10 @@ func TestCommitPressureShrinksTransactions(t *testing.T) {
 		}
 	}
 	e.sizeTransactions(e.commitPressure(3*time.Second, 4*time.Second), 3*time.Second, 4*time.Second)
-	if n := total(m.txnShrinks); n != 1 {
+	if n := m.txnShrinks.value(); n != 1 {
 		t.Errorf("shrinks: %d, want 1", n)
 	}
-	if v := gaugeValue(m.txnRecordsLimit); v != 500 {
+	if v := int64(m.txnRecordsLimit.value()); v != 500 {
 		t.Errorf("records limit: %d, want 500", v)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/sinks"
 )
 
@@ -95,7 +96,7 @@ func TestBatchReadsTheLedgerOnce(t *testing.T) {
 	}
 
 	// Refused whole: a settled key among parked ones, a key never seen.
-	_, err = ResolveKeys(ctx, brokers, "bulk", "hook", []string{"hook:k001", "hook:k100", "hook:k002"}, sinks.ResolveRetry, hooked)
+	_, err = ResolveKeys(ctx, brokers, "bulk", "hook", []string{"hook:k001", "hook:k100", "hook:k002"}, wire.SinkResolveRetry, hooked)
 	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "hook:k100 is succeeded") {
 		t.Errorf("resolve with a settled key: %v, want ErrState naming hook:k100", err)
 	}
@@ -114,7 +115,7 @@ func TestBatchReadsTheLedgerOnce(t *testing.T) {
 		if d.Key == "hook:k007" {
 			return "" // left parked
 		}
-		return sinks.ResolveRetry
+		return wire.SinkResolveRetry
 	}, hooked)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func TestBatchReadsTheLedgerOnce(t *testing.T) {
 		t.Errorf("redrive all: %d commands, %d ledger records read; want 20 and 200 (one read)", len(rd), got)
 	}
 	reads.n.Store(0)
-	one, err := ResolveKeys(ctx, brokers, "bulk", "hook", []string{"hook:k007"}, sinks.ResolveSucceeded, hooked)
+	one, err := ResolveKeys(ctx, brokers, "bulk", "hook", []string{"hook:k007"}, wire.SinkResolveSucceeded, hooked)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +154,8 @@ func TestBatchReadsTheLedgerOnce(t *testing.T) {
 		var i int
 		fmt.Sscanf(c.Key, "hook:k%d", &i)
 		r, ok := at[fmt.Sprintf("%d/%d", c.Partition, c.Offset)]
-		if !ok || c.Partition != int32(i%3) || r.Headers[sinks.HeaderIdempotencyKey] != c.Key || r.Headers[sinks.HeaderCommand] != c.Command ||
-			r.Headers[sinks.HeaderResolveAs] != c.As || string(r.Value) != fmt.Sprintf("p%d", i) || string(r.Key) != fmt.Sprintf("c%d", i) {
+		if !ok || c.Partition != int32(i%3) || r.Headers[sinks.HeaderIdempotencyKey] != c.Key || r.Headers[wire.HeaderSinkCommand] != c.Command ||
+			r.Headers[wire.HeaderSinkResolveAs] != c.As || string(r.Value) != fmt.Sprintf("p%d", i) || string(r.Key) != fmt.Sprintf("c%d", i) {
 			t.Errorf("command %+v: outbox record %+v", c, r)
 		}
 	}

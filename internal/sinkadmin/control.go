@@ -10,6 +10,7 @@ import (
 	"github.com/onceflow/onceflow/internal/clientcfg"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/sinks"
 )
 
@@ -93,6 +94,13 @@ func RedriveAll(ctx context.Context, brokers []string, app, sink string, pick fu
 	if err != nil {
 		return nil, err
 	}
+	return writeRedrives(ctx, brokers, app, sink, deadLettered(ds, dls, pick), extra)
+}
+
+// deadLettered picks the deliveries still dead-lettered that have a dead
+// letter (dls: the latest per key) for which pick returns true (nil picks
+// all).
+func deadLettered(ds []Delivery, dls map[string]*DeadLetter, pick func(DeadLetter) bool) []redrive {
 	var rs []redrive
 	for _, d := range ds {
 		dl := dls[d.Key]
@@ -101,7 +109,7 @@ func RedriveAll(ctx context.Context, brokers []string, app, sink string, pick fu
 		}
 		rs = append(rs, redrive{d, dl})
 	}
-	return writeRedrives(ctx, brokers, app, sink, rs, extra)
+	return rs
 }
 
 // redrive is one delivery of a redrive batch and its latest dead letter.
@@ -123,26 +131,32 @@ func ledgerAndDeadLetters(ctx context.Context, brokers []string, app, sink strin
 		return nil, nil, nil, err
 	}
 	withStates(all, ds)
-	dls := map[string]*DeadLetter{}
+	return ds, byKey, latestDeadLetters(all), nil
+}
+
+// latestDeadLetters maps each key to its latest dead letter (all in
+// partition and offset order).
+func latestDeadLetters(all []DeadLetter) map[string]*DeadLetter {
+	dls := make(map[string]*DeadLetter, len(all))
 	for i := range all {
 		dls[all[i].Key] = &all[i]
 	}
-	return ds, byKey, dls, nil
+	return dls
 }
 
 func writeRedrives(ctx context.Context, brokers []string, app, sink string, rs []redrive, extra []kgo.Opt) ([]Command, error) {
 	out := make([]outgoing, 0, len(rs))
 	for _, r := range rs {
 		out = append(out, outgoing{
-			c:         Command{Sink: sink, Key: r.d.Key, Command: sinks.CommandRedrive, Outbox: outboxPrefix(app) + sink, Partition: r.d.Partition},
+			c:         Command{Sink: sink, Key: r.d.Key, Command: wire.SinkCommandRedrive, Outbox: outboxPrefix(app) + sink, Partition: r.d.Partition},
 			recordKey: r.dl.RecordKey, payload: r.dl.Payload, source: r.dl.Source,
 		})
 	}
 	return send(ctx, brokers, out, extra)
 }
 
-// Resolve settles a delivery parked as unknown: as sinks.ResolveSucceeded
-// (never sent), sinks.ResolveFailed (dead-lettered) or sinks.ResolveRetry
+// Resolve settles a delivery parked as unknown: as wire.SinkResolveSucceeded
+// (never sent), wire.SinkResolveFailed (dead-lettered) or wire.SinkResolveRetry
 // (sent again under the same key). It writes a resolve command to the
 // delivery's outbox partition; the runner applies it once.
 func Resolve(ctx context.Context, brokers []string, app, sink, key, as string, extra ...kgo.Opt) (Command, error) {
@@ -179,8 +193,8 @@ func ResolveKeys(ctx context.Context, brokers []string, app, sink string, keys [
 }
 
 // ResolveAll resolves, in one batch, every delivery of a sink parked as
-// unknown for which as returns an outcome (sinks.ResolveSucceeded,
-// ResolveFailed or ResolveRetry; "" leaves the delivery parked). Nothing
+// unknown for which as returns an outcome (wire.SinkResolveSucceeded,
+// SinkResolveFailed or SinkResolveRetry; "" leaves the delivery parked). Nothing
 // is written when an outcome is not allowed for its delivery. It returns
 // the commands written, none when nothing is parked.
 func ResolveAll(ctx context.Context, brokers []string, app, sink string, as func(Delivery) string, extra ...kgo.Opt) ([]Command, error) {
@@ -188,6 +202,12 @@ func ResolveAll(ctx context.Context, brokers []string, app, sink string, as func
 	if err != nil {
 		return nil, err
 	}
+	return writeResolves(ctx, brokers, app, sink, parkedUnknown(ds, as), nil, extra)
+}
+
+// parkedUnknown picks the deliveries parked as unknown for which as
+// returns an outcome.
+func parkedUnknown(ds []Delivery, as func(Delivery) string) []resolution {
 	var rs []resolution
 	for _, d := range ds {
 		if d.State != sinkrunner.Unknown {
@@ -197,7 +217,7 @@ func ResolveAll(ctx context.Context, brokers []string, app, sink string, as func
 			rs = append(rs, resolution{d, a})
 		}
 	}
-	return writeResolves(ctx, brokers, app, sink, rs, nil, extra)
+	return rs
 }
 
 // resolution is one delivery of a resolve batch and its outcome.
@@ -209,10 +229,10 @@ type resolution struct {
 // checkAs refuses an outcome a resolve does not know.
 func checkAs(as string) error {
 	switch as {
-	case sinks.ResolveSucceeded, sinks.ResolveFailed, sinks.ResolveRetry:
+	case wire.SinkResolveSucceeded, wire.SinkResolveFailed, wire.SinkResolveRetry:
 		return nil
 	}
-	return fmt.Errorf("sinkadmin: resolve as %q: want %s, %s or %s", as, sinks.ResolveSucceeded, sinks.ResolveFailed, sinks.ResolveRetry)
+	return fmt.Errorf("sinkadmin: resolve as %q: want %s, %s or %s", as, wire.SinkResolveSucceeded, wire.SinkResolveFailed, wire.SinkResolveRetry)
 }
 
 // writeResolves checks every resolution of a batch (errs holds what was
@@ -226,11 +246,11 @@ func writeResolves(ctx context.Context, brokers []string, app, sink string, rs [
 			errs = append(errs, fmt.Errorf("%s: %w", d.Key, err))
 		case d.State != sinkrunner.Unknown:
 			errs = append(errs, fmt.Errorf("%w: %s is %s, not unknown", ErrState, d.Key, d.State))
-		case r.as != sinks.ResolveSucceeded && d.Payload == nil:
-			errs = append(errs, fmt.Errorf("%w: %s was parked without its payload (by an older runner); only --as %s is possible", ErrState, d.Key, sinks.ResolveSucceeded))
+		case r.as != wire.SinkResolveSucceeded && d.Payload == nil:
+			errs = append(errs, fmt.Errorf("%w: %s was parked without its payload (by an older runner); only --as %s is possible", ErrState, d.Key, wire.SinkResolveSucceeded))
 		default:
 			out = append(out, outgoing{
-				c:         Command{Sink: sink, Key: d.Key, Command: sinks.CommandResolve, As: r.as, Outbox: outboxPrefix(app) + sink, Partition: d.Partition},
+				c:         Command{Sink: sink, Key: d.Key, Command: wire.SinkCommandResolve, As: r.as, Outbox: outboxPrefix(app) + sink, Partition: d.Partition},
 				recordKey: d.RecordKey, payload: d.Payload, source: d.Source,
 			})
 		}
@@ -290,13 +310,13 @@ func send(ctx context.Context, brokers []string, out []outgoing, extra []kgo.Opt
 		c := o.c
 		hs := []kgo.RecordHeader{
 			{Key: sinks.HeaderIdempotencyKey, Value: []byte(c.Key)},
-			{Key: sinks.HeaderCommand, Value: []byte(c.Command)},
+			{Key: wire.HeaderSinkCommand, Value: []byte(c.Command)},
 		}
 		if c.As != "" {
-			hs = append(hs, kgo.RecordHeader{Key: sinks.HeaderResolveAs, Value: []byte(c.As)})
+			hs = append(hs, kgo.RecordHeader{Key: wire.HeaderSinkResolveAs, Value: []byte(c.As)})
 		}
 		if o.source != "" {
-			hs = append(hs, kgo.RecordHeader{Key: sinks.HeaderSource, Value: []byte(o.source)})
+			hs = append(hs, kgo.RecordHeader{Key: wire.HeaderSource, Value: []byte(o.source)})
 		}
 		recs = append(recs, &kgo.Record{Topic: c.Outbox, Partition: c.Partition, Key: o.recordKey, Value: o.payload, Headers: hs})
 	}

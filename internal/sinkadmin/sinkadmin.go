@@ -8,6 +8,7 @@
 package sinkadmin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/sinks"
 )
 
@@ -146,20 +148,37 @@ func Ledger(ctx context.Context, brokers []string, app, sink string, extra ...kg
 // and entries written by a runner that had lost the partition are left
 // out (sinkrunner.Fold); bad counts values that did not decode.
 func latest(sink string, recs []verify.Record) (ds []Delivery, bad int) {
-	byKey := map[string]sinkrunner.Entry{}
-	part := map[string]int32{}
-	undecodable := map[string]bool{}
-	folds := map[int32]*sinkrunner.Fold{}
+	f := newLedgerFold(sink)
+	f.add(recs)
+	return f.deliveries()
+}
+
+// ledgerFold is a ledger changelog folded so far, one record at a time.
+type ledgerFold struct {
+	sink        string
+	byKey       map[string]sinkrunner.Entry
+	part        map[string]int32
+	undecodable map[string]bool
+	folds       map[int32]*sinkrunner.Fold
+}
+
+func newLedgerFold(sink string) *ledgerFold {
+	return &ledgerFold{sink: sink, byKey: map[string]sinkrunner.Entry{}, part: map[string]int32{},
+		undecodable: map[string]bool{}, folds: map[int32]*sinkrunner.Fold{}}
+}
+
+// add applies changelog records, in offset order per partition.
+func (l *ledgerFold) add(recs []verify.Record) {
 	for _, r := range recs {
 		k := string(r.Key)
-		f := folds[r.Partition]
+		f := l.folds[r.Partition]
 		if f == nil {
 			f = &sinkrunner.Fold{}
-			folds[r.Partition] = f
+			l.folds[r.Partition] = f
 		}
 		cur := func() (sinkrunner.Entry, bool, error) {
-			e, ok := byKey[k]
-			if undecodable[k] {
+			e, ok := l.byKey[k]
+			if l.undecodable[k] {
 				return e, true, sinkrunner.ErrUndecodable
 			}
 			return e, ok, nil
@@ -167,25 +186,31 @@ func latest(sink string, recs []verify.Record) (ds []Delivery, bad int) {
 		if !f.Admit(r.Offset, r.Key, r.Value, cur) {
 			continue
 		}
-		part[k] = r.Partition
-		delete(undecodable, k)
+		l.part[k] = r.Partition
+		delete(l.undecodable, k)
 		if r.Value == nil {
-			delete(byKey, k)
+			delete(l.byKey, k)
 			continue
 		}
 		e, err := sinkrunner.DecodeEntry(r.Value)
 		if err != nil {
-			delete(byKey, k)
-			undecodable[k] = true
+			delete(l.byKey, k)
+			l.undecodable[k] = true
 			continue
 		}
-		byKey[k] = e
+		l.byKey[k] = e
 	}
-	for k, e := range byKey {
-		ds = append(ds, Delivery{Sink: sink, Key: k, Partition: part[k], Entry: e})
+}
+
+// deliveries returns the latest entry of every key, sorted by key, and
+// how many keys' latest values did not decode.
+func (l *ledgerFold) deliveries() (ds []Delivery, bad int) {
+	ds = make([]Delivery, 0, len(l.byKey))
+	for k, e := range l.byKey {
+		ds = append(ds, Delivery{Sink: l.sink, Key: k, Partition: l.part[k], Entry: e})
 	}
 	slices.SortFunc(ds, func(a, b Delivery) int { return strings.Compare(a.Key, b.Key) })
-	return ds, len(undecodable)
+	return ds, len(l.undecodable)
 }
 
 // Count counts a sink's ledger by state.
@@ -218,17 +243,37 @@ func StatusOf(ctx context.Context, brokers []string, app string, names []string,
 		if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
 			return nil, err
 		}
-		st := Count(name, ds, bad)
-		st.Outbox = outboxPrefix(app) + name
-		st.Ledger = graph.LedgerTopic(st.Outbox)
-		p, err := verify.GroupProgress(ctx, brokers, RunnerGroup(app), st.Outbox, extra...)
-		if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
-			return nil, fmt.Errorf("sinkadmin: backlog of %s: %w", name, err)
+		st, err := status(ctx, brokers, app, name, ds, bad, extra)
+		if err != nil {
+			return nil, err
 		}
-		st.Unread, st.UnreadEstimated = p.Lag, p.Estimated
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// status counts a sink's ledger (ds, bad: as Ledger returns them) and the
+// records of its outbox not read yet.
+func status(ctx context.Context, brokers []string, app, name string, ds []Delivery, bad int, extra []kgo.Opt) (Status, error) {
+	st := Count(name, ds, bad)
+	st.Outbox = outboxPrefix(app) + name
+	st.Ledger = graph.LedgerTopic(st.Outbox)
+	p, err := verify.GroupProgress(ctx, brokers, RunnerGroup(app), st.Outbox, extra...)
+	if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
+		return Status{}, fmt.Errorf("sinkadmin: backlog of %s: %w", name, err)
+	}
+	st.Unread, st.UnreadEstimated = p.Lag, p.Estimated
+	return st, nil
+}
+
+// sortDeadLetters sorts dead letters by partition and offset.
+func sortDeadLetters(dls []DeadLetter) {
+	slices.SortStableFunc(dls, func(a, b DeadLetter) int {
+		if a.Partition != b.Partition {
+			return cmp.Compare(a.Partition, b.Partition)
+		}
+		return cmp.Compare(a.Offset, b.Offset)
+	})
 }
 
 // Unknown lists the deliveries of a sink parked as unknown.
@@ -297,15 +342,15 @@ func withStates(dls []DeadLetter, ledger []Delivery) {
 
 // deadLetter reads one dead-letter record.
 func deadLetter(sink string, r verify.Record) DeadLetter {
-	attempts, _ := strconv.Atoi(r.Headers[sinks.HeaderAttempts])
+	attempts, _ := strconv.Atoi(r.Headers[wire.HeaderSinkAttempts])
 	return DeadLetter{
 		Sink: sink, Partition: r.Partition, Offset: r.Offset,
 		Key:      r.Headers[sinks.HeaderIdempotencyKey],
-		Error:    r.Headers[sinks.HeaderError],
-		Class:    r.Headers[sinks.HeaderClass],
+		Error:    r.Headers[wire.HeaderSinkError],
+		Class:    r.Headers[wire.HeaderSinkClass],
 		Attempts: attempts,
-		Source:   r.Headers[sinks.HeaderSource],
-		Outbox:   r.Headers[sinks.HeaderOutbox],
+		Source:   r.Headers[wire.HeaderSource],
+		Outbox:   r.Headers[wire.HeaderSinkOutbox],
 		Time:     r.Timestamp, RecordKey: r.Key, Payload: r.Value,
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/sinks"
 )
 
@@ -60,11 +61,11 @@ func Fixture(t *testing.T) []string {
 		{Topic: "shop-sink-hook-dlq", Partition: 1, Key: []byte("customer-7"), Value: []byte(`{"order":"o-4"}`), Timestamp: t0,
 			Headers: []kgo.RecordHeader{
 				{Key: sinks.HeaderIdempotencyKey, Value: []byte("hook:k4")},
-				{Key: sinks.HeaderError, Value: []byte("status 422")},
-				{Key: sinks.HeaderAttempts, Value: []byte("5")},
-				{Key: sinks.HeaderClass, Value: []byte("permanent")},
-				{Key: sinks.HeaderSource, Value: []byte("shop-orders/1/9")},
-				{Key: sinks.HeaderOutbox, Value: []byte("shop-sink-hook/1/3")},
+				{Key: wire.HeaderSinkError, Value: []byte("status 422")},
+				{Key: wire.HeaderSinkAttempts, Value: []byte("5")},
+				{Key: wire.HeaderSinkClass, Value: []byte("permanent")},
+				{Key: wire.HeaderSource, Value: []byte("shop-orders/1/9")},
+				{Key: wire.HeaderSinkOutbox, Value: []byte("shop-sink-hook/1/3")},
 			}},
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"
@@ -134,7 +135,7 @@ func TestCommandSurvivesCrash(t *testing.T) {
 	// redrive` write them: both parked deliveries in one, every dead
 	// letter of each sink in one.
 	ctx := context.Background()
-	cmds, err := sinkadmin.ResolveKeys(ctx, env.Brokers, app, "legacy", []string{keys["legacy"]["lost-retry"], keys["legacy"]["lost-hang"]}, sinks.ResolveRetry)
+	cmds, err := sinkadmin.ResolveKeys(ctx, env.Brokers, app, "legacy", []string{keys["legacy"]["lost-retry"], keys["legacy"]["lost-hang"]}, wire.SinkResolveRetry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestCommandSurvivesCrash(t *testing.T) {
 	if len(unk) != 2 {
 		t.Errorf("%d deliveries parked as unknown, want 2: %v", len(unk), unk)
 	}
-	if _, err := sinkadmin.Resolve(ctx, env.Brokers, app, "legacy", keys["legacy"]["bad-hang"], sinks.ResolveSucceeded); err != nil {
+	if _, err := sinkadmin.Resolve(ctx, env.Brokers, app, "legacy", keys["legacy"]["bad-hang"], wire.SinkResolveSucceeded); err != nil {
 		t.Fatalf("resolve after the restart: %v", err)
 	}
 	until(t, "bad-hang resolved as succeeded", func() bool { return state("legacy", "bad-hang") == sinkrunner.Succeeded })

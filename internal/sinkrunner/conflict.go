@@ -11,7 +11,7 @@ import (
 	"github.com/onceflow/onceflow/internal/wire"
 )
 
-// ClassConflict is the class (sinks.HeaderClass) of a delivery
+// ClassConflict is the class (wire.HeaderSinkClass) of a delivery
 // dead-lettered because its idempotency key was settled, or is being
 // delivered, with another payload.
 const ClassConflict = "conflict"

@@ -11,6 +11,7 @@ import (
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/sinks"
 )
 
@@ -63,11 +64,11 @@ func TestConflictingPayloadIsDeadLettered(t *testing.T) {
 			t.Fatalf("%s: %d dead letters, want 1 (outcomes %v)", when, len(dlq), outcomes)
 		}
 		dl := dlq[0]
-		if string(dl.Value) != "pear" || dl.Headers[sinks.HeaderClass] != "conflict" ||
-			dl.Headers[sinks.HeaderIdempotencyKey] != "hook:k1!conflict@0/1" || dl.Headers[sinks.HeaderOutbox] != outbox+"/0/1" {
+		if string(dl.Value) != "pear" || dl.Headers[wire.HeaderSinkClass] != "conflict" ||
+			dl.Headers[sinks.HeaderIdempotencyKey] != "hook:k1!conflict@0/1" || dl.Headers[wire.HeaderSinkOutbox] != outbox+"/0/1" {
 			t.Errorf("%s: dead letter %q with headers %v", when, dl.Value, dl.Headers)
 		}
-		t.Logf("%s: dead letter error %q", when, dl.Headers[sinks.HeaderError])
+		t.Logf("%s: dead letter error %q", when, dl.Headers[wire.HeaderSinkError])
 		last := map[string]sinkrunner.Entry{}
 		for _, r := range env.Read(outbox + "-ledger-changelog") {
 			if sinkrunner.IsFence(r.Key) {

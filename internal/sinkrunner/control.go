@@ -4,10 +4,10 @@ import (
 	"context"
 
 	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/sinks"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
-// command applies a command record of the outbox (sinks.HeaderCommand) to
+// command applies a command record of the outbox (wire.HeaderSinkCommand) to
 // the ledger entry of the delivery it names, and says what follows. A
 // command is read in outbox order on the partition that holds the
 // delivery, by the runner that owns it, so it never races an attempt; it
@@ -29,8 +29,8 @@ import (
 // It returns false when the ledger could not be written.
 func (r *Runner) command(ctx context.Context, p *partition, rec *kafka.Record, key string, e Entry) (Entry, Action, bool) {
 	sk := p.sink
-	cmd := header(rec.Headers, sinks.HeaderCommand)
-	as := header(rec.Headers, sinks.HeaderResolveAs)
+	cmd := header(rec.Headers, wire.HeaderSinkCommand)
+	as := header(rec.Headers, wire.HeaderSinkResolveAs)
 	log := r.log.With("sink", sk.name, "key", key, "command", cmd, "offset", rec.Offset)
 	outbox := p.ss.outboxIDs[rec.Topic]
 	if e.Command > rec.Offset && (e.CommandOutbox == "" || e.CommandOutbox == outbox) {
@@ -47,10 +47,10 @@ func (r *Runner) command(ctx context.Context, p *partition, rec *kafka.Record, k
 	var next Entry
 	var err error
 	switch cmd {
-	case sinks.CommandRedrive:
+	case wire.SinkCommandRedrive:
 		next, err = e.Redrive(now)
-	case sinks.CommandResolve:
-		to := map[string]State{sinks.ResolveSucceeded: Succeeded, sinks.ResolveFailed: Failed, sinks.ResolveRetry: Pending}[as]
+	case wire.SinkCommandResolve:
+		to := map[string]State{wire.SinkResolveSucceeded: Succeeded, wire.SinkResolveFailed: Failed, wire.SinkResolveRetry: Pending}[as]
 		if to == "" {
 			log.Warn("command ignored: unknown resolution", "as", as)
 			return e, Skip, true
@@ -67,7 +67,7 @@ func (r *Runner) command(ctx context.Context, p *partition, rec *kafka.Record, k
 	next.Command, next.CommandOutbox = rec.Offset+1, outbox
 	next.RecordKey, next.Payload = nil, nil
 	if was == Unknown {
-		r.m.unknown.WithLabelValues(sk.name).Dec()
+		r.m.sink(sk.name).unknown.Add(-1)
 		p.ss.unkSub(sk.name)
 	}
 	log.Info("command applied", "from", was, "to", next.State)

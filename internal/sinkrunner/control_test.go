@@ -17,6 +17,7 @@ import (
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"
@@ -134,7 +135,7 @@ func TestRedriveAndResolve(t *testing.T) {
 		until(t, v+" parked", func() bool { return ledgerState(t, env, app, "legacy", keys["legacy"][v]) == sinkrunner.Unknown })
 	}
 	ctx := context.Background()
-	if _, err := sinkadmin.Resolve(ctx, env.Brokers, app, "legacy", keys["legacy"]["ok-0"], sinks.ResolveRetry); !errors.Is(err, sinkadmin.ErrState) {
+	if _, err := sinkadmin.Resolve(ctx, env.Brokers, app, "legacy", keys["legacy"]["ok-0"], wire.SinkResolveRetry); !errors.Is(err, sinkadmin.ErrState) {
 		t.Errorf("resolve of a succeeded delivery: %v, want ErrState", err)
 	}
 
@@ -145,7 +146,7 @@ func TestRedriveAndResolve(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for v, as := range map[string]string{"lost-2": sinks.ResolveRetry, "lost-3": sinks.ResolveSucceeded, "lost-4": sinks.ResolveFailed} {
+	for v, as := range map[string]string{"lost-2": wire.SinkResolveRetry, "lost-3": wire.SinkResolveSucceeded, "lost-4": wire.SinkResolveFailed} {
 		if _, err := sinkadmin.Resolve(ctx, env.Brokers, app, "legacy", keys["legacy"][v], as); err != nil {
 			t.Fatal(err)
 		}

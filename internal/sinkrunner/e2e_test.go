@@ -16,6 +16,7 @@ import (
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"
@@ -230,7 +231,7 @@ func TestEndToEndKilledRunner(t *testing.T) {
 		t.Errorf("%d dead letters, want %d", len(dlq), bad)
 	}
 	for _, r := range dlq {
-		if !strings.HasPrefix(string(r.Value), "bad") || r.Headers[sinks.HeaderClass] != "permanent" || r.Headers[sinks.HeaderAttempts] != "1" {
+		if !strings.HasPrefix(string(r.Value), "bad") || r.Headers[wire.HeaderSinkClass] != "permanent" || r.Headers[wire.HeaderSinkAttempts] != "1" {
 			t.Errorf("dead letter %s with headers %v", r.Value, r.Headers)
 		}
 	}

@@ -4,10 +4,10 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceflow/onceflow/internal/kafka"
 )
@@ -41,7 +41,7 @@ type purger struct {
 	interval time.Duration
 	now      func() time.Time
 	log      hclog.Logger
-	purges   prometheus.Counter
+	purges   *atomic.Int64 // counts purges that succeeded
 	wg       sync.WaitGroup
 	mu       struct {
 		sync.Mutex
@@ -51,7 +51,7 @@ type purger struct {
 	}
 }
 
-func newPurger(admin deleter, interval time.Duration, now func() time.Time, log hclog.Logger, purges prometheus.Counter) *purger {
+func newPurger(admin deleter, interval time.Duration, now func() time.Time, log hclog.Logger, purges *atomic.Int64) *purger {
 	p := &purger{admin: admin, interval: interval, now: now, log: log, purges: purges}
 	p.mu.pending = map[topicPartition]int64{}
 	p.mu.last = map[topicPartition]time.Time{}
@@ -119,7 +119,7 @@ func (p *purger) run(due map[string]map[int32]int64) (failed map[string]map[int3
 			failed[t] = due[t]
 			continue
 		}
-		p.purges.Inc()
+		p.purges.Add(1)
 		p.log.Debug("purged outbox topic", "topic", t, "below", due[t])
 	}
 	return failed

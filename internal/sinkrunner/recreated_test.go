@@ -14,6 +14,7 @@ import (
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"
@@ -103,8 +104,8 @@ func TestRecreatedInputIsNotAReplay(t *testing.T) {
 	}
 	var got []string
 	for _, r := range env.Read(outbox + "-dlq") {
-		got = append(got, string(r.Value)+" "+r.Headers[sinks.HeaderClass])
-		t.Logf("dead letter %s: %s", r.Value, r.Headers[sinks.HeaderError])
+		got = append(got, string(r.Value)+" "+r.Headers[wire.HeaderSinkClass])
+		t.Logf("dead letter %s: %s", r.Value, r.Headers[wire.HeaderSinkError])
 	}
 	slices.Sort(got)
 	if want := "same conflict,y conflict"; strings.Join(got, ",") != want {

@@ -105,7 +105,7 @@ type Runner struct {
 // New prepares a runner for the outboxes of g (a graph already named
 // after the application, WithPrefix); it does no I/O.
 func New(cfg Config, g *graph.Graph) (*Runner, error) {
-	cfg.Sinks = cfg.Sinks.WithDefaults()
+	cfg.Sinks = withDefaults(cfg.Sinks)
 	if err := cfg.Sinks.Validate(); err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func New(cfg Config, g *graph.Graph) (*Runner, error) {
 
 // Purges returns how many outbox purges (one DeleteRecords call per
 // topic) succeeded.
-func (r *Runner) Purges() int64 { return r.m.purged.Load() }
+func (r *Runner) Purges() int64 { return r.m.purges.Load() }
 
 // Topics lists the outbox topics the runner reads.
 func (r *Runner) Topics() []string { return r.topics }
@@ -198,7 +198,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	r.purge = newPurger(admin, r.cfg.PurgeInterval, r.cfg.Now, r.log, r.m.purges)
+	r.purge = newPurger(admin, r.cfg.PurgeInterval, r.cfg.Now, r.log, &r.m.purges)
 	defer r.purge.wait()
 	dir := ""
 	if r.cfg.StateDir != "" {
@@ -380,5 +380,5 @@ func (r *Runner) backoff(n int, retryAfter time.Duration) time.Duration {
 	r.rndMu.Lock()
 	defer r.rndMu.Unlock()
 	c := r.cfg.Sinks
-	return sinks.Backoff(c.BackoffBase, c.BackoffCap, n, retryAfter, r.rnd)
+	return backoff(c.BackoffBase, c.BackoffCap, n, retryAfter, r.rnd)
 }

@@ -77,9 +77,9 @@ func (ss *session) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 				r.log.Info("ledger restore skipped entries a runner wrote after it had lost the partition",
 					"sink", sk.name, "partition", p, "count", n.stale)
 			}
-			r.m.staleEntries.WithLabelValues(sk.name).Add(float64(n.stale))
+			r.m.sink(sk.name).staleEntries.Add(int64(n.stale))
 			ss.unk[sk.name] += n.unknown
-			r.m.unknown.WithLabelValues(sk.name).Add(float64(n.unknown))
+			r.m.sink(sk.name).unknown.Add(int64(n.unknown))
 			fence, err := r.ledgers.fence(ss.ctx, sk.ledger, p)
 			if err != nil && s.Context().Err() != nil {
 				r.log.Info("recording the fence stopped: the session ended", "error", err)
@@ -155,11 +155,11 @@ func (ss *session) Cleanup(kafka.Session) error {
 	}
 	err := ss.commit()
 	for name, n := range ss.unk {
-		ss.r.m.unknown.WithLabelValues(name).Sub(float64(n))
+		ss.r.m.sink(name).unknown.Add(-int64(n))
 	}
 	for _, ps := range ss.parts {
 		for _, p := range ps {
-			ss.r.m.backlog.WithLabelValues(p.sink.name).Sub(float64(p.unsettled()))
+			ss.r.m.sink(p.sink.name).backlog.Add(-int64(p.unsettled()))
 		}
 	}
 	return err
@@ -406,7 +406,7 @@ func (p *partition) add(ctx context.Context, rec *kafka.Record) bool {
 		return false
 	}
 	it := &item{rec: rec, key: string(rec.Key)}
-	p.ss.r.m.backlog.WithLabelValues(p.sink.name).Inc()
+	p.ss.r.m.sink(p.sink.name).backlog.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.next < 0 {
@@ -468,7 +468,7 @@ func (p *partition) settle(it *item) {
 	p.mu.Unlock()
 	p.ss.r.progress.touch(p.ss.r.cfg.Now())
 	<-p.room
-	p.ss.r.m.backlog.WithLabelValues(p.sink.name).Dec()
+	p.ss.r.m.sink(p.sink.name).backlog.Add(-1)
 }
 
 // advanceLocked drops the settled prefix of the window.
@@ -576,7 +576,7 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) (
 		}
 		r.log.Error("ledger entry does not decode; delivery parked as unknown", "sink", sk.name, "key", key, "error", e.LastError)
 		act = Park
-	} else if header(rec.Headers, sinks.HeaderCommand) != "" {
+	} else if header(rec.Headers, wire.HeaderSinkCommand) != "" {
 		var ok bool
 		if e, act, ok = r.command(ctx, p, rec, key, e); !ok {
 			return false, nil
@@ -603,15 +603,15 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) (
 		}
 		switch act {
 		case Skip:
-			r.m.deliveries.WithLabelValues(sk.name, OutcomeSkipped).Inc()
+			r.m.sink(sk.name).skipped.Add(1)
 			return true, nil
 		case Park:
 			e.RecordKey, e.Payload = rec.Key, rec.Value // kept for a resolve as retry
 			if !r.record(ctx, p, key, e, nil) {
 				return false, nil
 			}
-			r.m.deliveries.WithLabelValues(sk.name, OutcomeUnknown).Inc()
-			r.m.unknown.WithLabelValues(sk.name).Inc()
+			r.m.sink(sk.name).unknownOutcome.Add(1)
+			r.m.sink(sk.name).unknown.Add(1)
 			p.ss.unkAdd(sk.name)
 			r.log.Warn("delivery outcome unknown; parked", "sink", sk.name, "key", key, "attempts", e.Attempts, "error", e.LastError)
 			return true, nil
@@ -681,7 +681,7 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) (
 					r.ledgerFailed(p, key, err)
 					return false
 				}
-				r.m.deliveries.WithLabelValues(sk.name, OutcomeSucceeded).Inc()
+				r.m.sink(sk.name).succeeded.Add(1)
 				return true
 			}
 		}
@@ -699,7 +699,7 @@ func (r *Runner) deliver(ctx context.Context, p *partition, rec *kafka.Record) (
 		if act != Retry {
 			continue
 		}
-		r.m.retries.WithLabelValues(sk.name).Inc()
+		r.m.sink(sk.name).retries.Add(1)
 		r.log.Debug("attempt failed; retrying", "sink", sk.name, "key", key, "attempt", e.Attempts, "class", class, "wait", wait, "error", derr)
 		if !sk.idempotent && !p.ss.held() {
 			// The partition may be another runner's by now, which found
@@ -761,11 +761,11 @@ func (r *Runner) deadLetter(ctx context.Context, p *partition, rec *kafka.Record
 	sk := p.sink
 	hs := []wire.Header{
 		{Key: sinks.HeaderIdempotencyKey, Value: []byte(key)},
-		{Key: sinks.HeaderError, Value: []byte(e.LastError)},
-		{Key: sinks.HeaderAttempts, Value: []byte(strconv.Itoa(e.Attempts))},
-		{Key: sinks.HeaderClass, Value: []byte(e.Class)},
-		{Key: sinks.HeaderSource, Value: []byte(header(rec.Headers, wire.HeaderSource))},
-		{Key: sinks.HeaderOutbox, Value: []byte(rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10))},
+		{Key: wire.HeaderSinkError, Value: []byte(e.LastError)},
+		{Key: wire.HeaderSinkAttempts, Value: []byte(strconv.Itoa(e.Attempts))},
+		{Key: wire.HeaderSinkClass, Value: []byte(e.Class)},
+		{Key: wire.HeaderSource, Value: []byte(header(rec.Headers, wire.HeaderSource))},
+		{Key: wire.HeaderSinkOutbox, Value: []byte(rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10))},
 	}
 	e, err := e.DeadLettered(r.cfg.Now())
 	if err != nil {
@@ -774,8 +774,8 @@ func (r *Runner) deadLetter(ctx context.Context, p *partition, rec *kafka.Record
 	if !r.record(ctx, p, key, e, dlqMessage(sk.dlq, rec, hs)) {
 		return false
 	}
-	r.m.deliveries.WithLabelValues(sk.name, OutcomeDeadLettered).Inc()
-	r.m.deadLetters.WithLabelValues(sk.name).Inc()
+	r.m.sink(sk.name).deadLettered.Add(1)
+	r.m.sink(sk.name).deadLetters.Add(1)
 	r.log.Warn("delivery dead-lettered", "sink", sk.name, "key", key, "attempts", e.Attempts, "class", e.Class, "error", e.LastError)
 	return true
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"
@@ -96,7 +97,7 @@ func TestUndecodableEntryIsParked(t *testing.T) {
 		t.Fatalf("parked: %+v; want %s, class %s, with the entry it could not read", unk, keys["newer"], sinkrunner.ClassUndecodable)
 	}
 	t.Logf("parked: %s", unk[0].LastError)
-	if _, err := sinkadmin.Resolve(context.Background(), env.Brokers, app, "hook", keys["newer"], sinks.ResolveRetry); err != nil {
+	if _, err := sinkadmin.Resolve(context.Background(), env.Brokers, app, "hook", keys["newer"], wire.SinkResolveRetry); err != nil {
 		t.Fatal(err)
 	}
 	until(t, "the parked delivery resolved as retry and sent", func() bool {

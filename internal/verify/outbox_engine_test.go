@@ -11,6 +11,7 @@ import (
 	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/processor"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
@@ -99,8 +100,8 @@ func TestOutcomesRedriveCommandIsNoDouble(t *testing.T) {
 	first := e.Read(outbox)[0]
 	hs := []kgo.RecordHeader{
 		{Key: sinks.HeaderIdempotencyKey, Value: []byte(first.Headers[sinks.HeaderIdempotencyKey])},
-		{Key: sinks.HeaderCommand, Value: []byte("redrive")},
-		{Key: sinks.HeaderSource, Value: []byte(first.Headers[sinks.HeaderSource])},
+		{Key: wire.HeaderSinkCommand, Value: []byte("redrive")},
+		{Key: wire.HeaderSource, Value: []byte(first.Headers[wire.HeaderSource])},
 	}
 	e.ProduceRecords(&kgo.Record{Topic: outbox, Partition: first.Partition, Key: first.Key, Value: first.Value, Headers: hs})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

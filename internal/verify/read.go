@@ -54,7 +54,21 @@ func ReadAll(ctx context.Context, brokers []string, topic string, extra ...kgo.O
 		return nil, err
 	}
 	defer cl.Close()
-	return readAll(ctx, cl, topic)
+	recs, _, err := readFrom(ctx, cl, topic, nil)
+	return recs, err
+}
+
+// ReadFrom reads the committed data records of topic as ReadAll does, but
+// each partition from its offset in from (from its log start when absent
+// or below it), and returns them with the offsets to read from next: a
+// caller that follows a topic reads each record once.
+func ReadFrom(ctx context.Context, brokers []string, topic string, from map[int32]int64, extra ...kgo.Opt) ([]Record, map[int32]int64, error) {
+	cl, err := newClient(ctx, brokers, extra)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Close()
+	return readFrom(ctx, cl, topic, from)
 }
 
 // newClient builds a read_committed client that keeps control records and
@@ -175,24 +189,31 @@ func settle(ctx context.Context, topic string, lso, high map[int32]int64, again 
 	return lso, nil
 }
 
-func readAll(ctx context.Context, cl *kgo.Client, topic string) ([]Record, error) {
+// readFrom reads topic from each partition's offset in from (nil: from
+// the log start) to its last stable offset, and returns the records with
+// those last stable offsets.
+func readFrom(ctx context.Context, cl *kgo.Client, topic string, from map[int32]int64) ([]Record, map[int32]int64, error) {
 	start, end, err := bounds(ctx, kadm.NewClient(cl), topic)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	pos := make(map[int32]int64, len(end))
 	consume := make(map[int32]kgo.Offset)
 	var want int64
 	for p, e := range end {
-		pos[p] = start[p]
-		if start[p] < e {
-			consume[p] = kgo.NewOffset().At(start[p])
-			want += e - start[p]
+		pos[p] = max(start[p], from[p])
+		if pos[p] < e {
+			consume[p] = kgo.NewOffset().At(pos[p])
+			want += e - pos[p]
 		}
 	}
+	next := make(map[int32]int64, len(end))
+	for p, e := range end {
+		next[p] = max(e, pos[p])
+	}
 	if len(consume) == 0 {
-		return nil, nil
+		return nil, next, nil
 	}
 	out := make([]Record, 0, want)
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: consume})
@@ -202,11 +223,11 @@ func readAll(ctx context.Context, cl *kgo.Client, topic string) ([]Record, error
 	for remaining > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("verify: reading %q: %d of %d partitions not read to their end: %w%s",
+			return nil, nil, fmt.Errorf("verify: reading %q: %d of %d partitions not read to their end: %w%s",
 				topic, remaining, len(end), err, fetchErrNote(lastFetchErr))
 		}
 		if fs.IsClientClosed() {
-			return nil, fmt.Errorf("verify: reading %q: client closed", topic)
+			return nil, nil, fmt.Errorf("verify: reading %q: client closed", topic)
 		}
 		fs.EachError(func(_ string, _ int32, err error) {
 			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -239,7 +260,7 @@ func readAll(ctx context.Context, cl *kgo.Client, topic string) ([]Record, error
 		}
 		return out[i].Offset < out[j].Offset
 	})
-	return out, nil
+	return out, next, nil
 }
 
 func fetchErrNote(err error) string {

@@ -56,11 +56,30 @@ const (
 	// ("topic/partition/offset").
 	HeaderSinkOutbox = "onceflow-sink-outbox"
 	// HeaderSinkCommand marks an outbox record as a command to the sink
-	// runner rather than a new delivery request.
+	// runner rather than a new delivery request: SinkCommandRedrive or
+	// SinkCommandResolve, for the delivery whose idempotency key the record
+	// carries (onceflow dlq redrive, onceflow sinks unknown resolve). The
+	// record carries the delivery's payload and record key too.
 	HeaderSinkCommand = "onceflow-sink-command"
 	// HeaderSinkResolveAs is the outcome a resolve command gives a parked
-	// delivery.
+	// delivery: SinkResolveSucceeded, SinkResolveFailed or SinkResolveRetry.
 	HeaderSinkResolveAs = "onceflow-sink-resolve-as"
+)
+
+// Commands to the sink runner (HeaderSinkCommand values) and the outcomes
+// a resolve gives (HeaderSinkResolveAs values).
+const (
+	// SinkCommandRedrive delivers a dead-lettered delivery again, under
+	// its idempotency key, with a fresh retry budget.
+	SinkCommandRedrive = "redrive"
+	// SinkCommandResolve settles a delivery parked as unknown.
+	SinkCommandResolve = "resolve"
+	// SinkResolveSucceeded: the effect happened; never sent again.
+	SinkResolveSucceeded = "succeeded"
+	// SinkResolveFailed: it did not happen and must not; dead-lettered.
+	SinkResolveFailed = "failed"
+	// SinkResolveRetry: it did not happen; sent again under the same key.
+	SinkResolveRetry = "retry"
 )
 
 // Rejection reasons of the runtime.

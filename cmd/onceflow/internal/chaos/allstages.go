@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/replicas"
 	"github.com/onceflow/onceflow/examples/allstages"
 	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/receiver"
@@ -175,13 +176,11 @@ func (r *runner) runAllStages(ctx context.Context) error {
 	if err := r.settle(ctx, truth); err != nil {
 		return err
 	}
-	for _, rep := range r.reps {
-		rep.stop(20 * time.Second)
-	}
+	replicas.StopAll(20*time.Second, r.reps...)
 	// Read again once every replica stopped: a zombie's last effect counts.
 	// What is still parked is read with it: a missing effect whose
 	// delivery an operator sees parked is not lost.
-	sts, err := r.readLedgers(ctx, true)
+	sts, err := r.readLedgers(ctx)
 	if err != nil {
 		return err
 	}
@@ -199,11 +198,17 @@ func (r *runner) runAllStages(ctx context.Context) error {
 	never := r.uncommanded(parked)
 	r.res.ParkedUnresolved = len(never)
 	r.res.Receiver = r.hook.recv.Stats()
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	r.res.Sinks, err = sinkadmin.StatusOf(sctx, r.brokers, r.app, allStagesSinks)
-	cancel()
-	if err != nil {
-		r.cfg.Logger.Warn("sink status failed", "error", err)
+	r.res.Sinks = nil
+	for _, sink := range allStagesSinks {
+		var st sinkadmin.Status
+		if err := r.admin(ctx, func(ctx context.Context) (err error) {
+			st, err = r.views[sink].Status(ctx)
+			return err
+		}); err != nil {
+			r.cfg.Logger.Warn("sink status failed", "sink", sink, "error", err)
+			continue
+		}
+		r.res.Sinks = append(r.res.Sinks, st)
 	}
 	r.res.Events, r.res.Accepted = rep.Input, truth.Accepted
 	r.res.Lost = rep.AccountCounts.Missing + rep.ItemCounts.Missing + rep.Windows.Missing + rep.LineEffects.Missing + rep.TickEffects.Missing
@@ -230,7 +235,7 @@ func (r *runner) runAllStages(ctx context.Context) error {
 // checkAllStages reads the outputs and checks them with the effects the
 // receiver applied so far (and the deliveries parked, when given).
 func (r *runner) checkAllStages(ctx context.Context, truth gen.AllStagesTruth, parked ...verify.Effect) (verify.AllStagesReport, error) {
-	vctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Minute) // a million events give millions of window results
 	defer cancel()
 	out, err := verify.ReadAllStages(vctx, r.brokers, r.prefix, r.app+"-rejected")
 	if err != nil {
@@ -245,17 +250,24 @@ func (r *runner) checkAllStages(ctx context.Context, truth gen.AllStagesTruth, p
 // runner applying a command may be the one killed), starting it again
 // after up to 2 s.
 func (r *runner) operatorFault(ctx context.Context, f *Fault) error {
-	n, err := r.operatorCommands(ctx, nil)
+	n := 0
+	sts, err := r.readLedgers(ctx)
+	if err == nil {
+		n, err = r.operatorCommands(ctx, sts)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err != nil {
-		return err
+		r.cfg.Logger.Warn("operator commands failed; the replica is killed anyway", "error", err)
 	}
 	r.res.OperatorFaults++
 	rep := r.reps[r.rnd.IntN(len(r.reps))]
-	rep.kill()
+	rep.Kill()
 	down := time.Duration(r.rnd.Int64N(int64(2 * time.Second)))
 	if err := sleep(ctx, down); err != nil {
 		return err
 	}
-	f.Target, f.Note = rep.name, fmt.Sprintf("%d commands (resolve, redrive), then SIGKILL, restarted after %.1fs", n, down.Seconds())
-	return rep.start()
+	f.Target, f.Note = rep.Name, fmt.Sprintf("%d commands (resolve, redrive), then SIGKILL, restarted after %.1fs", n, down.Seconds())
+	return rep.Start()
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/replicas"
 	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/sinkadmin"
@@ -112,8 +112,8 @@ const (
 var FaultKinds = []string{FaultReplicaKill, FaultReplicaPause, FaultBrokerKill, FaultNetwork, FaultRequest, FaultOperator}
 
 const (
-	replicas   = 3
-	partitions = 6
+	replicaCount = 3
+	partitions   = 6
 )
 
 // Validate reports every problem with the configuration at once.
@@ -229,8 +229,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 			res.Dir = ""
 		}
 	}()
-	r := &runner{cfg: cfg, dir: dir, res: &res, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6368616f73)),
-		http: &http.Client{Timeout: 2 * time.Second}}
+	r := &runner{cfg: cfg, dir: dir, res: &res, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6368616f73))}
 	defer r.close()
 	if err := r.setup(ctx); err != nil {
 		return res, err
@@ -243,18 +242,17 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 
 // runner holds one run's brokers, clients and replicas.
 type runner struct {
-	cfg  Config
-	dir  string
-	res  *Result
-	rnd  *rand.Rand
-	http *http.Client
+	cfg Config
+	dir string
+	res *Result
+	rnd *rand.Rand
 
 	brokers  []string
 	embedded *embedded.Broker
 	cluster  *cluster
 	cl       *kgo.Client
 	adm      *kadm.Client
-	reps     []*replica
+	reps     []*replicas.Replica
 	watch    *watcher
 	net      *network       // with network faults
 	reqs     *requestFaults // with request faults
@@ -268,6 +266,7 @@ type runner struct {
 	prefix    string
 	hook      *hook
 	commanded map[string]sinkadmin.Command // the last command the run wrote for each key
+	views     map[string]*sinkadmin.View   // each sink's ledger and dead letters, read as they grow
 }
 
 // setup starts or opens the brokers, creates the input topic and starts
@@ -332,7 +331,7 @@ func (r *runner) setup(ctx context.Context) error {
 	}
 	base = append(base, "--brokers", strings.Join(r.brokers, ","), "--app-id", r.app)
 	base = append(base, cfg.ReplicaArgs...)
-	for i := range replicas {
+	for i := range replicaCount {
 		name := fmt.Sprintf("replica-%d", i+1)
 		args := slices.Clone(base)
 		if r.net != nil {
@@ -342,24 +341,22 @@ func (r *runner) setup(ctx context.Context) error {
 			}
 			args = append(args, "--dial-via", via)
 		}
-		rep, err := newReplica(cfg.Executable, r.dir, name, args)
+		rep, err := replicas.New(replicas.Spec{Executable: cfg.Executable, Args: args, Dir: r.dir, Name: name})
 		if err != nil {
 			return err
 		}
 		r.reps = append(r.reps, rep)
-		if err := rep.start(); err != nil {
+		if err := rep.Start(); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(cfg.Progress, "brokers %s; app %s; topology %s; %d replicas; logs and state in %s\n", strings.Join(r.brokers, ","), r.app, cfg.Topology, replicas, r.dir)
+	fmt.Fprintf(cfg.Progress, "brokers %s; app %s; topology %s; %d replicas; logs and state in %s\n", strings.Join(r.brokers, ","), r.app, cfg.Topology, replicaCount, r.dir)
 	return nil
 }
 
 // close stops the replicas and the clients and the embedded broker.
 func (r *runner) close() {
-	for _, rep := range r.reps {
-		rep.stop(20 * time.Second)
-	}
+	replicas.StopAll(20*time.Second, r.reps...)
 	if r.cl != nil {
 		r.cl.Close()
 	}
@@ -377,7 +374,7 @@ func (r *runner) close() {
 // startWatch starts the watcher; the function it returns stops it and
 // waits for it (more calls do nothing).
 func (r *runner) startWatch(ctx context.Context, start time.Time) (stop func()) {
-	r.watch = newWatcher(r.adm, r.brokers, r.app, r.inputs, r.reps, r.http, start, r.cfg.Logger.Named("watch"))
+	r.watch = newWatcher(r.adm, r.brokers, r.app, r.inputs, r.reps, start, r.cfg.Logger.Named("watch"))
 	wctx, cancel := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -448,9 +445,7 @@ func (r *runner) run(ctx context.Context) error {
 	r.res.Seconds = time.Since(start).Seconds()
 	stopWatch()
 	r.collectWatch()
-	for _, rep := range r.reps {
-		rep.stop(20 * time.Second)
-	}
+	replicas.StopAll(20*time.Second, r.reps...)
 	fmt.Fprintf(cfg.Progress, "all input committed %.1fs after the start; verifying read_committed\n", r.res.Seconds)
 	if err := r.verify(ctx, p.truth); err != nil {
 		return err
@@ -490,10 +485,10 @@ func (r *runner) drain(ctx context.Context, events int) error {
 // a fault), counting it.
 func (r *runner) restartExited() error {
 	for _, rep := range r.reps {
-		if rep.exited() {
+		if rep.Exited() {
 			r.res.UnexpectedExits++
-			fmt.Fprintf(r.cfg.Progress, "%s exited on its own (see %s); starting it again\n", rep.name, rep.logPath)
-			if err := rep.start(); err != nil {
+			fmt.Fprintf(r.cfg.Progress, "%s exited on its own (see %s); starting it again\n", rep.Name, rep.LogPath)
+			if err := rep.Start(); err != nil {
 				return err
 			}
 		}

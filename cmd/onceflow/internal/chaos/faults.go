@@ -76,14 +76,14 @@ func (r *runner) inject(ctx context.Context, start, deadline time.Time) error {
 // state after up to 2 s.
 func (r *runner) killReplica(ctx context.Context, f *Fault) error {
 	rep := r.reps[r.rnd.IntN(len(r.reps))]
-	rep.kill()
+	rep.Kill()
 	down := time.Duration(r.rnd.Int64N(int64(2 * time.Second)))
 	if err := sleep(ctx, down); err != nil {
 		return err
 	}
 	r.res.ReplicaKills++
-	f.Target, f.Note = rep.name, fmt.Sprintf("SIGKILL, restarted after %.1fs", down.Seconds())
-	return rep.start()
+	f.Target, f.Note = rep.Name, fmt.Sprintf("SIGKILL, restarted after %.1fs", down.Seconds())
+	return rep.Start()
 }
 
 // pauseReplica stops a replica with SIGSTOP for the session timeout plus
@@ -91,16 +91,16 @@ func (r *runner) killReplica(ctx context.Context, f *Fault) error {
 // a zombie whose late commits must be fenced.
 func (r *runner) pauseReplica(ctx context.Context, f *Fault) error {
 	rep := r.reps[r.rnd.IntN(len(r.reps))]
-	if err := rep.pause(); err != nil {
+	if err := rep.Pause(); err != nil {
 		return err
 	}
 	stopped := r.cfg.SessionTimeout + 5*time.Second
 	err := sleep(ctx, stopped)
-	if rerr := rep.resume(); err == nil {
+	if rerr := rep.Resume(); err == nil {
 		err = rerr
 	}
 	r.res.ReplicaPauses++
-	f.Target, f.Note = rep.name, fmt.Sprintf("SIGSTOP for %.0fs, then SIGCONT", stopped.Seconds())
+	f.Target, f.Note = rep.Name, fmt.Sprintf("SIGSTOP for %.0fs, then SIGCONT", stopped.Seconds())
 	return err
 }
 
@@ -134,7 +134,7 @@ func (r *runner) killBroker(ctx context.Context, f *Fault) error {
 	switch r.nextAim() {
 	case aimTxnCoordinator:
 		rep := r.reps[r.rnd.IntN(len(r.reps))]
-		txnID := r.app + "-" + rep.name
+		txnID := r.app + "-" + rep.Name
 		coord, err := txnCoordinator(ctx, r.adm, txnID)
 		if err != nil {
 			return err

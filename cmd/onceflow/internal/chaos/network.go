@@ -110,7 +110,7 @@ func (n *network) close() {
 func (r *runner) netFault(ctx context.Context, f *Fault) error {
 	rep := r.reps[r.rnd.IntN(len(r.reps))]
 	b := r.net.brokers[r.rnd.IntN(len(r.net.brokers))]
-	link := r.net.links[rep.name][b.id]
+	link := r.net.links[rep.Name][b.id]
 	mode := netModes[r.rnd.IntN(len(netModes))]
 	d := netMinFault + time.Duration(r.rnd.Int64N(int64(netMaxFault-netMinFault)))
 	note := ""
@@ -133,7 +133,7 @@ func (r *runner) netFault(ctx context.Context, f *Fault) error {
 		r.res.NetworkFaultsByMode = map[string]int{}
 	}
 	r.res.NetworkFaultsByMode[mode]++
-	f.Target = fmt.Sprintf("%s <-> broker %d", rep.name, b.id)
+	f.Target = fmt.Sprintf("%s <-> broker %d", rep.Name, b.id)
 	f.Note = fmt.Sprintf("%s for %.1fs (%s)", mode, d.Seconds(), note)
 	return err
 }

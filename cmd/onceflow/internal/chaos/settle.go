@@ -12,7 +12,7 @@ import (
 	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
 	"github.com/onceflow/onceflow/internal/verify"
-	"github.com/onceflow/onceflow/sinks"
+	"github.com/onceflow/onceflow/internal/wire"
 )
 
 // sinkState is one sink's ledger as the settling sees it: the deliveries
@@ -29,30 +29,31 @@ type sinkState struct {
 	parked         []verify.Effect
 }
 
-// readLedgers reads each sink's ledger once (and its dead-letter topic,
-// withParked, for the payloads of the dead-lettered deliveries).
+// readLedgers brings each sink's view of its ledger and dead-letter
+// topic up to date (reading only what was written since the last call)
+// and counts what it holds.
 //
 // A pending entry whose effect the receiver applied is counted apart: it
 // is the mark of an attempt in flight that reached the ledger's changelog
 // after the delivery had succeeded (a zombie runner records its attempt
 // before it learns that the partition is another's, and then does not
 // send it), not a delivery still to settle.
-func (r *runner) readLedgers(ctx context.Context, withParked bool) ([]sinkState, error) {
+func (r *runner) readLedgers(ctx context.Context) ([]sinkState, error) {
+	if r.views == nil {
+		r.views = map[string]*sinkadmin.View{}
+		for _, sink := range allStagesSinks {
+			r.views[sink] = sinkadmin.NewView(r.brokers, r.app, sink)
+		}
+	}
 	var out []sinkState
 	for _, sink := range allStagesSinks {
 		st := sinkState{sink: sink}
-		var ds []sinkadmin.Delivery
-		var dls []sinkadmin.DeadLetter
-		err := r.admin(ctx, func(ctx context.Context) (err error) {
-			if ds, _, err = sinkadmin.Ledger(ctx, r.brokers, r.app, sink); err != nil || !withParked {
-				return err
-			}
-			dls, err = sinkadmin.DeadLetters(ctx, r.brokers, r.app, sink)
-			return err
-		})
-		if err != nil && !errors.Is(err, verify.ErrTopicNotFound) {
+		v := r.views[sink]
+		if err := r.admin(ctx, v.Refresh); err != nil {
 			return nil, fmt.Errorf("chaos: ledger of %s: %w", sink, err)
 		}
+		ds, _ := v.Deliveries()
+		dls := v.DeadLetters()
 		dead := map[string][]byte{}
 		for _, dl := range dls {
 			dead[dl.Key] = dl.Payload
@@ -130,7 +131,7 @@ func (r *runner) settle(ctx context.Context, truth gen.AllStagesTruth) error {
 			continue
 		}
 		ledgersRead = time.Now()
-		sts, err := r.readLedgers(ctx, false)
+		sts, err := r.readLedgers(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -202,12 +203,12 @@ func (r *runner) outboxUnread(ctx context.Context) (int64, error) {
 // deliveries, a batch per sink and kind (`sinks unknown resolve`, `dlq
 // redrive --all`): a delivery parked as unknown is resolved as succeeded
 // when the receiver applied it and as retry otherwise; a dead letter is
-// redriven. A batch is written for a sink whose state (sts) has such
-// deliveries, or for every sink when sts is nil. A key is not commanded
+// redriven. A batch is written for a sink whose state (sts, as
+// readLedgers left the views) has such deliveries. A key is not commanded
 // again until the runners' group has read past its last command. It
-// returns how many commands it wrote. A listing or a batch that fails (a
-// broker down, a deadline under load) is logged and left for the next
-// pass, as an operator would try again.
+// returns how many commands it wrote. A batch that fails (a broker down,
+// a deadline under load) is logged and left for the next pass, as an
+// operator would try again.
 func (r *runner) operatorCommands(ctx context.Context, sts []sinkState) (int, error) {
 	var read kadm.OffsetResponses
 	err := r.admin(ctx, func(ctx context.Context) (err error) {
@@ -219,20 +220,21 @@ func (r *runner) operatorCommands(ctx context.Context, sts []sinkState) (int, er
 	}
 	n := 0
 	for i, sink := range allStagesSinks {
-		if sts == nil || sts[i].unknown > 0 {
+		v := r.views[sink]
+		if sts[i].unknown > 0 {
 			var cs []sinkadmin.Command
 			err := r.admin(ctx, func(ctx context.Context) (err error) {
-				cs, err = sinkadmin.ResolveAll(ctx, r.brokers, r.app, sink, func(d sinkadmin.Delivery) string {
+				cs, err = v.ResolveAll(ctx, func(d sinkadmin.Delivery) string {
 					if !r.commandDue(d.Key, read) {
 						return ""
 					}
 					if r.hook.recv.Effects(d.Key) > 0 {
-						return sinks.ResolveSucceeded
+						return wire.SinkResolveSucceeded
 					}
 					if d.Payload == nil {
 						return "" // parked by a runner that kept no payload: not the run's to say
 					}
-					return sinks.ResolveRetry
+					return wire.SinkResolveRetry
 				})
 				return err
 			})
@@ -242,10 +244,10 @@ func (r *runner) operatorCommands(ctx context.Context, sts []sinkState) (int, er
 				return n, err
 			}
 		}
-		if sts == nil || sts[i].deadLettered > 0 {
+		if sts[i].deadLettered > 0 {
 			var cs []sinkadmin.Command
 			err := r.admin(ctx, func(ctx context.Context) (err error) {
-				cs, err = sinkadmin.RedriveAll(ctx, r.brokers, r.app, sink, func(d sinkadmin.DeadLetter) bool { return r.commandDue(d.Key, read) })
+				cs, err = v.RedriveAll(ctx, func(d sinkadmin.DeadLetter) bool { return r.commandDue(d.Key, read) })
 				return err
 			})
 			n += len(cs)
@@ -311,8 +313,8 @@ func (r *runner) noteBatch(ctx context.Context, sink, what string, cs []sinkadmi
 	return nil
 }
 
-// adminBudget bounds one sinkadmin call: it reads a sink's whole ledger
-// and dead-letter topic, a million entries in a long run.
+// adminBudget bounds one sinkadmin call: a view's first read of a sink's
+// ledger, a million entries in a long run, is the longest.
 const adminBudget = 3 * time.Minute
 
 // admin runs one sinkadmin call with a deadline of its own.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -13,7 +12,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/replicas"
 )
+
+// oldestPendingMetric is the replica metric the watcher follows (see
+// internal/engine's metrics).
+const oldestPendingMetric = "onceflow_oldest_pending_seconds"
 
 // watcher samples, once a tick, each input partition's committed offset
 // and end offset (a partition stalls while it has input beyond its
@@ -24,8 +29,7 @@ type watcher struct {
 	brokers []string
 	group   string
 	inputs  []string
-	reps    []*replica
-	http    *http.Client
+	reps    []*replicas.Replica
 	start   time.Time
 	log     hclog.Logger
 
@@ -47,8 +51,8 @@ type inputPartition struct {
 	partition int32
 }
 
-func newWatcher(adm *kadm.Client, brokers []string, group string, inputs []string, reps []*replica, client *http.Client, start time.Time, log hclog.Logger) *watcher {
-	w := &watcher{adm: adm, brokers: brokers, group: group, inputs: inputs, reps: reps, http: client, start: start, log: log}
+func newWatcher(adm *kadm.Client, brokers []string, group string, inputs []string, reps []*replicas.Replica, start time.Time, log hclog.Logger) *watcher {
+	w := &watcher{adm: adm, brokers: brokers, group: group, inputs: inputs, reps: reps, start: start, log: log}
 	w.mu.last, w.mu.since = map[inputPartition]int64{}, map[inputPartition]time.Time{}
 	return w
 }
@@ -70,11 +74,14 @@ func (w *watcher) run(ctx context.Context, every time.Duration) {
 // (a broker down, a replica paused) is skipped.
 func (w *watcher) sample(ctx context.Context) {
 	for _, rep := range w.reps {
-		// A paused replica does not answer: the client's timeout ends the
-		// read. Only the fixed port is read here, never the process.
-		if m, err := rep.metrics(w.http); err == nil {
+		// A paused replica does not answer: the timeout ends the read.
+		// Only the fixed port is read here, never the process.
+		mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		m, err := rep.Metrics(mctx)
+		cancel()
+		if err == nil {
 			w.mu.Lock()
-			w.mu.oldestSeen = max(w.mu.oldestSeen, m[oldestPendingMetric])
+			w.mu.oldestSeen = max(w.mu.oldestSeen, m.Max(oldestPendingMetric))
 			w.mu.Unlock()
 		}
 	}

@@ -27,26 +27,21 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/schollz/progressbar/v3"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceflow/onceflow/cmd/onceflow/internal/replicas"
 	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/verify"
@@ -218,12 +213,8 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		return res, fmt.Errorf("demo: create %s: %w", input, err)
 	}
 
-	reps := make([]*replica, cfg.Replicas)
-	defer func() {
-		for _, r := range reps {
-			r.stop()
-		}
-	}()
+	reps := make([]*replicas.Replica, cfg.Replicas)
+	defer func() { replicas.StopAll(stopGrace, reps...) }()
 	start := time.Now()
 	for i := range reps {
 		name := fmt.Sprintf("replica-%d", i+1)
@@ -283,8 +274,8 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 			break
 		}
 		for i, r := range reps {
-			if r.exited() && (k.phase != killed || i != k.victim) {
-				return res, fmt.Errorf("demo: %s exited early: see its log %s (removed at the end unless --keep-logs)", r.name, r.logPath)
+			if r.Exited() && (k.phase != killed || i != k.victim) {
+				return res, fmt.Errorf("demo: %s exited early: see its log %s (removed at the end unless --keep-logs)", r.Name, r.LogPath)
 			}
 		}
 		select {
@@ -304,19 +295,19 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		return res, fmt.Errorf("demo: %w", err)
 	}
 	for _, r := range reps {
-		m, err := r.metrics()
+		m, err := metricsOf(ctx, r)
 		if err != nil {
 			return res, err
 		}
-		res.RestoredBy[r.name] = int(m[restoredMetric])
+		res.RestoredBy[r.Name] = int(m[restoredMetric])
 	}
 	for _, r := range reps {
-		r.stop()
+		r.Stop(stopGrace)
 		// A replica that stops hands its tasks to the ones still running,
 		// which may restore them: the count each printed as it stopped is
 		// the final one.
-		if n, ok := r.stoppedRestores(); ok {
-			res.RestoredBy[r.name] = n
+		if n, ok := stoppedRestores(r); ok {
+			res.RestoredBy[r.Name] = n
 		}
 	}
 	for _, n := range res.RestoredBy {
@@ -400,7 +391,7 @@ const (
 type killer struct {
 	cfg      Config
 	res      *Result
-	reps     []*replica
+	reps     []*replicas.Replica
 	adm      *kadm.Client
 	dir      string
 	broker   string
@@ -432,8 +423,8 @@ func (k *killer) step(ctx context.Context, done int) error {
 			if i == k.victim {
 				continue
 			}
-			m, err := r.metrics()
-			if err != nil || !r.ready() {
+			m, err := metricsOf(ctx, r)
+			if err != nil || !r.Ready(ctx) {
 				return nil
 			}
 			owned += int(m[assignedMetric])
@@ -442,7 +433,7 @@ func (k *killer) step(ctx context.Context, done int) error {
 			return nil
 		}
 		k.res.TakeoverSeconds = time.Since(k.killedAt).Seconds()
-		name := k.reps[k.victim].name
+		name := k.reps[k.victim].Name
 		fmt.Fprintf(k.progress, "\nthe other replicas took over %s's partitions %.1fs after the kill (session timeout); starting %s again on its own state\n",
 			name, k.res.TakeoverSeconds, name)
 		r, err := startReplica(k.cfg.Executable, k.broker, name+" (restarted)", name, k.dir, k.args)
@@ -451,8 +442,8 @@ func (k *killer) step(ctx context.Context, done int) error {
 		}
 		k.reps[k.victim], k.phase = r, restarted
 	case restarted:
-		if r := k.reps[k.victim]; r.ready() {
-			if m, err := r.metrics(); err == nil && m[assignedMetric] > 0 {
+		if r := k.reps[k.victim]; r.Ready(ctx) {
+			if m, err := metricsOf(ctx, r); err == nil && m[assignedMetric] > 0 {
 				k.phase = restoredVictim
 			}
 		}
@@ -464,10 +455,10 @@ func (k *killer) step(ctx context.Context, done int) error {
 // partitions among those that have processed records, and records what it
 // owned in res. It returns the replica's index, or -1 when none qualifies
 // yet (the group is rebalancing).
-func killOwner(ctx context.Context, res *Result, reps []*replica, adm *kadm.Client, done int) (int, error) {
+func killOwner(ctx context.Context, res *Result, reps []*replicas.Replica, adm *kadm.Client, done int) (int, error) {
 	victim, best := -1, metricSet{}
 	for i, r := range reps {
-		m, err := r.metrics()
+		m, err := metricsOf(ctx, r)
 		if err != nil {
 			continue // not serving yet
 		}
@@ -486,10 +477,10 @@ func killOwner(ctx context.Context, res *Result, reps []*replica, adm *kadm.Clie
 		return -1, fmt.Errorf("demo: input end offsets: %w", err)
 	}
 	r := reps[victim]
-	r.kill()
-	res.Killed, res.KilledAt = r.name, done
+	r.Kill()
+	res.Killed, res.KilledAt = r.Name, done
 	res.KilledPartitions, res.KilledRecordsIn = int(best[assignedMetric]), int(best[recordsInMetric])
-	res.RestoredBy[r.name] = int(best[restoredMetric])
+	res.RestoredBy[r.Name] = int(best[restoredMetric])
 	ends.Each(func(o kadm.ListedOffset) { res.InputAtKill += int(o.Offset) })
 	return victim, nil
 }
@@ -529,16 +520,6 @@ func cleanup(dir string, keepLogs bool) error {
 	return nil
 }
 
-// freePort finds a free loopback port for a replica's metrics.
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // committed sums the group's committed offsets on the input: the records
 // whose outputs are committed.
 func committed(ctx context.Context, adm *kadm.Client) (int, error) {
@@ -558,41 +539,21 @@ func committed(ctx context.Context, adm *kadm.Client) (int, error) {
 	return n, nil
 }
 
-type replica struct {
-	port    int
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	log     *os.File
-	waited  chan struct{}
-}
+// stopGrace bounds a replica's graceful stop before it is killed.
+const stopGrace = 20 * time.Second
 
 // startReplica starts a replica process called name, with the Pebble state
 // of base (so a restarted replica has its own state back), its own log,
 // and the sink flags args.
-func startReplica(exe, broker, name, base, dir string, args []string) (*replica, error) {
-	file := strings.ReplaceAll(strings.NewReplacer("(", "", ")", "").Replace(name), " ", "-")
-	path := filepath.Join(dir, file+".log")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+func startReplica(exe, broker, name, base, dir string, args []string) (*replicas.Replica, error) {
+	line := append([]string{"run", "orders", "--brokers", broker, "--app-id", app, "--input", input, "--output", output}, args...)
+	r, err := replicas.New(replicas.Spec{Executable: exe, Args: line, Dir: dir, Name: name, Instance: base})
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	port := freePort()
-	cmd := exec.Command(exe, "run", "orders", "--brokers", broker, "--app-id", app, "--instance-id", base,
-		"--input", input, "--output", output, "--log-level", "info",
-		"--state-dir", filepath.Join(dir, base+"-state"), "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port))
-	cmd.Args = append(cmd.Args, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("demo: start %s: %w", name, err)
+	if err := r.Start(); err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
 	}
-	r := &replica{name: name, port: port, cmd: cmd, logPath: path, log: f, waited: make(chan struct{})}
-	go func() {
-		cmd.Wait()
-		f.Close()
-		close(r.waited)
-	}()
 	return r, nil
 }
 
@@ -606,60 +567,28 @@ const (
 // metricSet maps a metric name to its value summed over its label sets.
 type metricSet map[string]float64
 
-// metrics reads the replica's /metrics.
-func (r *replica) metrics() (metricSet, error) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", r.port))
+// metricsOf reads the metrics the demo follows from the replica.
+func metricsOf(ctx context.Context, r *replicas.Replica) (metricSet, error) {
+	mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ms, err := r.Metrics(mctx)
 	if err != nil {
-		return nil, fmt.Errorf("demo: metrics of %s: %w", r.name, err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("demo: metrics of %s: %w", r.name, err)
+		return nil, fmt.Errorf("demo: %w", err)
 	}
 	m := metricSet{}
 	for _, name := range []string{assignedMetric, recordsInMetric, restoredMetric} {
-		for _, v := range families[name].GetMetric() {
-			m[name] += v.GetCounter().GetValue() + v.GetGauge().GetValue()
-		}
+		m[name] = ms.Sum(name)
 	}
 	return m, nil
 }
 
-// ready reports whether the replica's /readyz says it is in a session
-// with its restore done.
-func (r *replica) ready() bool {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", r.port))
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-func (r *replica) exited() bool {
-	select {
-	case <-r.waited:
-		return true
-	default:
-		return false
-	}
-}
-
-func (r *replica) kill() {
-	r.cmd.Process.Signal(syscall.SIGKILL)
-	<-r.waited
-}
-
-// stop asks for a graceful shutdown (SIGTERM) and kills after a grace.
 // stoppedLine is the line a replica prints to its log as it stops.
 var stoppedLine = regexp.MustCompile(`stopped: .*, ([0-9]+) restored`)
 
 // stoppedRestores reads the restore count from the line the replica
 // printed as it stopped; false when it printed none (it was killed).
-func (r *replica) stoppedRestores() (int, bool) {
-	b, err := os.ReadFile(r.logPath)
+func stoppedRestores(r *replicas.Replica) (int, bool) {
+	b, err := os.ReadFile(r.LogPath)
 	if err != nil {
 		return 0, false
 	}
@@ -669,16 +598,4 @@ func (r *replica) stoppedRestores() (int, bool) {
 	}
 	n, err := strconv.Atoi(string(m[len(m)-1][1]))
 	return n, err == nil
-}
-
-func (r *replica) stop() {
-	if r == nil || r.exited() {
-		return
-	}
-	r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.waited:
-	case <-time.After(20 * time.Second):
-		r.kill()
-	}
 }
