@@ -297,15 +297,11 @@ func whileAssigned(s kafka.Session, mine map[string][]int32) (context.Context, f
 // was just prepared (restored) within the session.
 func (d *driver) activate(tp topicPartition, claim uint64, added bool, task statestore.Task) {
 	e := d.e
-	d.active[tp] = claim
+	d.tasks.add(tp, claim)
 	if added && e.restorer.db != nil {
-		for _, st := range e.restorer.storeTasks(map[string][]int32{tp.topic: {tp.partition}}) {
-			if !slices.Contains(d.keep.owned, st) {
-				d.keep.owned = append(d.keep.owned, st)
-			}
-		}
-		e.restorer.sizes.own(d.keep.owned)
-		d.state.ForgetTask(task) // recovered from the restored state when needed
+		d.tasks.own(e.restorer.storeTasks(map[string][]int32{tp.topic: {tp.partition}}))
+		e.restorer.sizes.own(d.tasks.keep.owned)
+		d.st.state.ForgetTask(task) // recovered from the restored state when needed
 	}
 	d.claimsChanged()
 }
@@ -316,65 +312,37 @@ func (d *driver) activate(tp topicPartition, claim uint64, added bool, task stat
 // memory and ownership.
 func (d *driver) release(tp topicPartition, claim uint64, task statestore.Task) {
 	e := d.e
-	if d.active[tp] != claim {
+	if !d.tasks.has(tp, claim) {
 		return
 	}
-	if d.open && !d.failed {
+	if d.iv.open && !d.failed {
 		d.commit()
 	}
-	delete(d.active, tp)
-	if d.fence.known[tp.topic] != nil {
-		delete(d.fence.known[tp.topic], tp.partition)
-	}
+	left := d.tasks.remove(tp, task)
+	d.fence.forget(tp)
 	e.m.dropLag(tp.topic, tp.partition)
-	left := false
-	for other := range d.active {
-		if e.g.Source(other.topic) != nil && other.partition == task.Partition && e.g.SubTopologyOf(other.topic) == task.SubTopology {
-			left = true
-		}
-	}
 	if !left {
-		d.state.ForgetTask(task)
-		var gone []statestore.StoreTask
-		d.keep.owned = slices.DeleteFunc(d.keep.owned, func(st statestore.StoreTask) bool {
-			if st.Task == task {
-				gone = append(gone, st)
-				return true
-			}
-			return false
-		})
+		d.st.state.ForgetTask(task)
+		gone := d.tasks.disown(task)
 		if len(gone) > 0 && !d.failed {
 			// Owned until now: its last transaction committed.
 			if err := e.restorer.db.MarkOwned(e.cfg.Now(), gone...); err != nil {
 				e.log.Warn("cannot record the task as owned", "task", task.String(), "error", err)
 			}
 		}
-		e.restorer.sizes.own(d.keep.owned)
+		e.restorer.sizes.own(d.tasks.keep.owned)
 		e.log.Info("task revoked", "task", task.String(), "committed", !d.failed)
 	}
 	d.claimsChanged()
-}
-
-// claims are the partitions the driver processes, per topic, sorted.
-func (d *driver) claims() map[string][]int32 {
-	out := map[string][]int32{}
-	for tp := range d.active {
-		out[tp.topic] = append(out[tp.topic], tp.partition)
-	}
-	for _, ps := range out {
-		slices.Sort(ps)
-	}
-	return out
 }
 
 // claimsChanged reports the driver's claims: to the status, the stall
 // watch and the metrics, with the generation, counted when it is new.
 func (d *driver) claimsChanged() {
 	e := d.e
-	claims := d.claims()
+	claims := d.tasks.claims()
 	md := d.s.Metadata()
-	if md.GenerationID != d.gen {
-		d.gen = md.GenerationID
+	if d.tasks.generation(md.GenerationID) {
 		e.m.rebalances.Inc()
 		e.log.Info("generation changed", "generation", md.GenerationID, "member", md.MemberID, "claims", claimsString(claims))
 	}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/statestore"
 )
 
@@ -52,28 +53,38 @@ func (f *fence) wrote(t statestore.Task) {
 	f.tasks[t] = true
 }
 
+// forget drops what the session knows of a partition it no longer claims.
+func (f *fence) forget(tp topicPartition) {
+	if f.known[tp.topic] != nil {
+		delete(f.known[tp.topic], tp.partition)
+	}
+}
+
 // reset forgets the open transaction's tasks.
 func (f *fence) reset() { clear(f.tasks) }
+
+// positions fetches the committed next offsets of partitions from the
+// group (kafka.Admin.Positions for the application's group).
+type positions func(ctx context.Context, partitions map[string][]int32) (map[string]map[int32]int64, error)
 
 // proof returns the offsets a transaction without input commits: the
 // positions of every claimed partition of the tasks it punctuated (of
 // every claimed partition when it names none), those the session does not
 // know yet fetched from the group once.
-func (d *driver) proof(ctx context.Context) (map[string]map[int32]int64, error) {
-	g := d.e.g
+func (f *fence) proof(ctx context.Context, g *graph.Graph, claims map[string][]int32, fetch positions) (map[string]map[int32]int64, error) {
 	want := map[string][]int32{}
 	var missing map[string][]int32
-	for topic, parts := range d.claims() {
+	for topic, parts := range claims {
 		if g.Source(topic) == nil {
 			continue
 		}
 		sub := g.SubTopologyOf(topic)
 		for _, p := range parts {
-			if len(d.fence.tasks) > 0 && !d.fence.tasks[statestore.Task{SubTopology: sub, Partition: p}] {
+			if len(f.tasks) > 0 && !f.tasks[statestore.Task{SubTopology: sub, Partition: p}] {
 				continue
 			}
 			want[topic] = append(want[topic], p)
-			if _, ok := d.fence.known[topic][p]; !ok {
+			if _, ok := f.known[topic][p]; !ok {
 				if missing == nil {
 					missing = map[string][]int32{}
 				}
@@ -85,17 +96,17 @@ func (d *driver) proof(ctx context.Context) (map[string]map[int32]int64, error) 
 		return nil, errNothingToFence
 	}
 	if len(missing) > 0 {
-		got, err := d.e.conn.admin.Positions(ctx, d.e.cfg.AppID, missing)
+		got, err := fetch(ctx, missing)
 		if err != nil {
 			return nil, fmt.Errorf("engine: positions to prove the generation with: %w", err)
 		}
-		d.fence.committed(got)
+		f.committed(got)
 	}
 	out := make(map[string]map[int32]int64, len(want))
 	for topic, ps := range want {
 		out[topic] = make(map[int32]int64, len(ps))
 		for _, p := range ps {
-			out[topic][p] = d.fence.known[topic][p]
+			out[topic][p] = f.known[topic][p]
 		}
 	}
 	return out, nil

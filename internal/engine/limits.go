@@ -92,12 +92,6 @@ func (p *outputPolicy) checkSize(topic string, key, value []byte, headers []grap
 	return &errTooLarge{topic: topic, size: n, limit: p.limit}
 }
 
-// checkChange refuses a state change whose changelog record would exceed
-// the limit.
-func (d *driver) checkChange(store string, key, value []byte) error {
-	return d.policy.checkSize(d.e.restorer.stores[store].topic, key, value, nil, nil)
-}
-
 // fitRejected cuts a rejected record until it fits the rejected topic:
 // the value first, then the input's own headers, then the key; what was
 // cut is named in wire.HeaderRejectTruncated with its original size.

@@ -22,7 +22,7 @@ func TestCommitObservers(t *testing.T) {
 	}
 	e := &Engine{cfg: Config{ExactlyOnce: true, Timeouts: kafka.Timeouts{Transaction: 8 * time.Second, Commit: 4 * time.Second}},
 		m: m, log: hclog.NewNullLogger(), output: outputPolicy{rejected: "app-rejected"}, commits: commitWatch{progress: newProgress(nil), size: newTxnSize(1000, time.Second)}}
-	d := &driver{e: e, observers: e.commitObservers(), started: time.Now()}
+	d := &driver{e: e, observers: e.commitObservers()}
 
 	e.commits.progress.received("in", 0)
 	e.commits.progress.received("in", 1)

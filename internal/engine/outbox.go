@@ -14,11 +14,6 @@ import (
 // partitions, which keeps its records forever too: a dead letter exists
 // nowhere else once the outbox is purged.
 
-// Lineage implements graph.Lineager: the outbox records of a punctuation
-// take their default idempotency key from it (a record's take its
-// coordinates).
-func (d *driver) Lineage() string { return d.source() }
-
 // prepareOutboxes creates the outbox topics among want (the output topics
 // and their partition counts) and their dead-letter topics, all with
 // unlimited retention.

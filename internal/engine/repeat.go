@@ -76,19 +76,6 @@ func (r *repeats) failed(starts map[string]map[int32]int64, step string, err err
 		ErrRepeatedFailure, most.n, worst.topic, worst.partition, most.offset, step, err)
 }
 
-// noteStart remembers where a partition's records in the open
-// transaction begin.
-func (d *driver) noteStart(b kafka.Batch) {
-	parts := d.starts[b.Topic]
-	if parts == nil {
-		parts = map[int32]int64{}
-		d.starts[b.Topic] = parts
-	}
-	if _, ok := parts[b.Partition]; !ok {
-		parts[b.Partition] = b.Records[0].Offset
-	}
-}
-
 // committed forgets the partitions a committed transaction moved on.
 func (r *repeats) committed(offsets map[string]map[int32]int64) {
 	r.mu.Lock()

@@ -12,10 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
-	"github.com/onceflow/onceflow/internal/taskstate"
-	"github.com/onceflow/onceflow/statestore"
 )
 
 // handler receives one group session at a time.
@@ -94,15 +91,11 @@ func (h *handler) Setup(s kafka.Session) (chan<- kafka.Batch, error) {
 	}
 	h.tasks.ready(e.tasksOf(s.Claims()))
 	batches := make(chan kafka.Batch, 64)
-	h.d = &driver{e: e, s: s, p: e.conn.producer, keep: keep, batches: batches, finish: make(chan struct{}), offsets: map[string]map[int32]int64{},
-		starts: map[string]map[int32]int64{}, internal: map[string]bool{}, pending: newTally(),
-		ctl: make(chan func()), active: map[topicPartition]uint64{}, gen: md.GenerationID,
-		observers: e.commitObservers(), policy: &e.output}
-	for _, t := range e.g.LinkTopics() {
-		h.d.internal[t] = true
-	}
-	h.d.state = h.d.newTaskState()
-	h.d.exec = taskstate.NewExecutor(h.d.state)
+	h.d = &driver{e: e, s: s, p: e.conn.producer, tasks: newTaskSet(e.g, md.GenerationID, keep), batches: batches, finish: make(chan struct{}), iv: newInterval(),
+		ctl:       make(chan func()),
+		observers: e.commitObservers(), timers: newTimerSchedule(e.g), em: newEmitter(&e.output, e.g, e.log)}
+	h.d.st = newStateTxn(e, h.d.em)
+	h.d.em.state = h.d.st.state
 	h.done = make(chan struct{})
 	go func() {
 		defer close(h.done)
@@ -170,7 +163,7 @@ func (h *handler) Cleanup(s kafka.Session) error {
 			h.e.m.dropLag(topic, p)
 		}
 	}
-	for tp := range h.d.active {
+	for tp := range h.d.tasks.active {
 		h.e.m.dropLag(tp.topic, tp.partition)
 	}
 	h.e.log.Debug("session ended", "generation", s.Metadata().GenerationID)
@@ -183,72 +176,31 @@ func (h *handler) Cleanup(s kafka.Session) error {
 type driver struct {
 	e       *Engine
 	s       kafka.Session
-	p       *kafka.Producer
+	p       *kafka.Producer // nil once dropped, until the next session
 	batches chan kafka.Batch
 	finish  chan struct{}
 	ctl     chan func() // work of the claim goroutines, run by the driver (claims.go)
+	failed  bool        // the session is being rewound; process nothing more
 
-	// active maps each partition the driver processes to its claim: a
-	// batch of another claim (revoked since) is dropped.
-	active map[topicPartition]uint64
-	gen    int32 // the generation last seen
-
-	open         bool // a transaction (or an at-least-once interval) has records
-	failed       bool // the session is being rewound; process nothing more
-	offsets      map[string]map[int32]int64
-	starts       map[string]map[int32]int64 // offset of each partition's first record in the transaction
-	records      int
-	bytes        int // input keys and values in the open transaction
-	started      time.Time
-	out          []kafka.Message // outputs and rejections of the record being processed
-	rejects      []string        // reasons of the record's rejections
-	pending      tally           // what the open transaction will count when it commits
-	lineage      string
-	lineageBytes []byte
-	lineageArena []byte    // free room of the current lineage chunk
-	batchNow     time.Time // the clock when the batch being processed began; zero outside one
-	inRecord     *kafka.Record
-
-	internal map[string]bool // repartition topics
-	fence    fence           // the generation proof of transactions without input (fence.go)
-
-	// State (topologies with stores).
-	txn         *statestore.Txn
-	keep        keeper
-	state       *taskstate.State
-	exec        *taskstate.Executor // runs records and punctuations on state
-	changesSent int
-	seen        map[changeKey]struct{} // scratch of produceChanges
-	send        []bool                 // scratch of produceChanges
-
-	deadline *time.Timer
-
-	// Punctuators (timers.go).
-	sched           graph.Schedule
-	punctRecord     kafka.Record             // stands for the input record of a punctuation
-	streamTimerRefs map[int][]graph.TimerRef // by sub-topology
-
+	// The machines it drives, each with one job and a narrow way in.
+	tasks     *taskSet         // the partitions, claims and store tasks processed (taskset.go)
+	iv        *interval        // the open transaction's bookkeeping (interval.go)
+	em        *emitter         // what the record in flight emits and rejects (emitter.go)
+	st        *stateTxn        // the task state and its Pebble transaction (statetxn.go)
+	timers    *timerSchedule   // when punctuators are due (schedule.go)
+	fence     fence            // the generation proof of transactions without input (fence.go)
 	observers []commitObserver // learn of each commit and abort (observers.go)
-	policy    *outputPolicy    // refuses outputs the topics would refuse (output.go)
 }
-
-// maxTxnBytes commits a transaction early once its input records' keys
-// and values reach it. Until the commit, the producer may hold every
-// output of the transaction (sarama buffers records by count, thousands
-// per stage), and outputs share or outgrow their input's bytes: so a slow
-// output cluster holds at most about this much, whatever the records'
-// size, instead of thousands of large records.
-const maxTxnBytes = 16 << 20
 
 func (d *driver) run() {
 	// The deadline of the open transaction: one commit interval after it
 	// began (armed by begin, so a transaction never runs longer).
-	d.deadline = time.NewTimer(time.Hour)
-	d.deadline.Stop()
-	defer d.deadline.Stop()
-	wall, wallC := d.wallTick()
-	if wall != nil {
+	defer d.iv.deadline.Stop()
+	var wallC <-chan time.Time
+	if every := d.timers.wallEvery(); every > 0 {
+		wall := time.NewTicker(every)
 		defer wall.Stop()
+		wallC = wall.C
 	}
 	for {
 		select {
@@ -259,22 +211,22 @@ func (d *driver) run() {
 		case f := <-d.ctl:
 			f()
 		case b := <-d.batches:
-			if d.failed || d.active[topicPartition{b.Topic, b.Partition}] != b.Claim {
+			if d.failed || !d.tasks.has(topicPartition{b.Topic, b.Partition}, b.Claim) {
 				continue
 			}
 			d.process(b)
-			if d.open && (d.records >= d.e.commits.size.records || d.bytes >= maxTxnBytes) {
+			if d.iv.full(d.e.commits.size.records) {
 				d.commit()
 			}
-		case <-d.deadline.C:
-			if d.open && !d.failed {
+		case <-d.iv.deadline.C:
+			if d.iv.open && !d.failed {
 				d.commit()
 			}
 		case <-d.finish:
 			if d.e.life.crashed.Load() {
 				return
 			}
-			if d.open && !d.failed {
+			if d.iv.open && !d.failed {
 				d.commit()
 			}
 			return

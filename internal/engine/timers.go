@@ -2,8 +2,8 @@ package engine
 
 // Punctuators: the timers of a topology's Process stages, fired per task
 // inside the open transaction, so their state changes and outputs commit
-// or are discarded with it. The schedule lives in the session's driver: a
-// rewind starts it afresh.
+// or are discarded with it. When they are due is the session's
+// timerSchedule's (schedule.go): a rewind starts it afresh.
 
 import (
 	"context"
@@ -16,38 +16,10 @@ import (
 	"github.com/onceflow/onceflow/statestore"
 )
 
-// wallTick is how often a session checks its wall-clock punctuators: a
-// quarter of the shortest interval, within [10 ms, 1 s]; nil channel when
-// there are none.
-func (d *driver) wallTick() (*time.Ticker, <-chan time.Time) {
-	g := d.e.g
-	if !g.HasTimers(graph.WallClock) {
-		return nil, nil
-	}
-	every := time.Second
-	for _, n := range g.Nodes {
-		for _, t := range n.Timers {
-			if t.Kind == graph.WallClock {
-				every = min(every, max(t.Every/4, 10*time.Millisecond))
-			}
-		}
-	}
-	tk := time.NewTicker(every)
-	return tk, tk.C
-}
-
 // streamTimers advances the stream time of a batch's task and fires its
 // stream-time punctuators that became due.
 func (d *driver) streamTimers(b *kafka.Batch, task statestore.Task) error {
-	if d.streamTimerRefs == nil {
-		// Listed once per session: this runs after every batch.
-		d.streamTimerRefs = map[int][]graph.TimerRef{}
-		for sub := range d.e.g.SubTopologies {
-			d.streamTimerRefs[sub] = d.e.g.Timers(sub, graph.StreamTime)
-		}
-	}
-	timers := d.streamTimerRefs[task.SubTopology]
-	if len(timers) == 0 || d.txn == nil {
+	if !d.timers.hasStream(task.SubTopology) || !d.st.open() {
 		return nil
 	}
 	var latest time.Time
@@ -56,18 +28,16 @@ func (d *driver) streamTimers(b *kafka.Batch, task statestore.Task) error {
 			latest = ts
 		}
 	}
-	d.state.SetTask(task)
-	if _, err := d.state.ObserveTime(latest); err != nil {
+	d.st.state.SetTask(task)
+	if _, err := d.st.state.ObserveTime(latest); err != nil {
 		return err
 	}
-	now := d.state.StreamTime(task)
+	now := d.st.state.StreamTime(task)
 	last := &b.Records[len(b.Records)-1]
 	after := wire.Source(last.Topic, last.Partition, last.Offset)
-	for _, tm := range timers {
-		if d.sched.Due(tm, task.Partition, now) {
-			if err := d.punctuate(tm, task, now, after); err != nil {
-				return err
-			}
+	for tm := range d.timers.streamDue(task, now) {
+		if err := d.punctuate(tm, task, now, after); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -81,30 +51,16 @@ func (d *driver) streamTimers(b *kafka.Batch, task statestore.Task) error {
 func (d *driver) wallTimers() {
 	now := d.e.cfg.Now()
 	opened := false
-	for topic, parts := range d.claims() {
-		if d.e.g.Source(topic) == nil {
-			continue
-		}
-		sub := d.e.g.SubTopologyOf(topic)
-		if d.e.g.Source(topic) != d.firstSource(sub) {
-			continue // a sub-topology's task once, not once per source
-		}
-		for _, tm := range d.e.g.Timers(sub, graph.WallClock) {
-			for _, p := range parts {
-				if !d.sched.Due(tm, p, now) {
-					continue
-				}
-				if !d.open {
-					if !d.begin() {
-						return
-					}
-					opened = true
-				}
-				if err := d.punctuate(tm, statestore.Task{SubTopology: sub, Partition: p}, now, ""); err != nil {
-					d.fail("state", err)
-					return
-				}
+	for tm, task := range d.timers.wallDue(d.tasks.claims(), now) {
+		if !d.iv.open {
+			if !d.begin() {
+				return
 			}
+			opened = true
+		}
+		if err := d.punctuate(tm, task, now, ""); err != nil {
+			d.fail("state", err)
+			return
 		}
 	}
 	if opened && d.idle() {
@@ -115,8 +71,8 @@ func (d *driver) wallTimers() {
 // idle reports whether the open transaction holds nothing: no input, no
 // output or rejection, no state change.
 func (d *driver) idle() bool {
-	return d.records == 0 && len(d.offsets) == 0 && len(d.pending.out) == 0 && len(d.pending.rejected) == 0 &&
-		(d.txn == nil || d.txn.Empty())
+	return d.iv.empty() &&
+		d.st.empty()
 }
 
 // closeIdle ends an open transaction that holds nothing. With nothing
@@ -131,22 +87,8 @@ func (d *driver) closeIdle() {
 			return
 		}
 	}
-	if d.txn != nil {
-		d.txn.Discard()
-		d.txn = nil
-		d.state.Begin(nil)
-	}
+	d.st.discard()
 	d.reset()
-}
-
-// firstSource is the source of sub whose topic sorts first.
-func (d *driver) firstSource(sub int) *graph.Node {
-	for _, t := range d.e.g.SourceTopics() {
-		if d.e.g.SubTopologyOf(t) == sub {
-			return d.e.g.Source(t)
-		}
-	}
-	return nil
 }
 
 // punctuate fires one timer on task, as if a record of the task arrived:
@@ -156,15 +98,9 @@ func (d *driver) firstSource(sub int) *graph.Node {
 // leaves nothing and is logged; the error returned is a state failure
 // (the transaction cannot go on).
 func (d *driver) punctuate(tm graph.TimerRef, task statestore.Task, at time.Time, after string) error {
-	d.out = d.out[:0]
-	d.rejects = d.rejects[:0]
-	lineage := wire.PunctuatorSource(tm.Node.Name, task.SubTopology, task.Partition)
+	d.em.punctuation(tm.Node.Name, task, at)
 	d.fence.wrote(task)
-	d.punctRecord = kafka.Record{Partition: task.Partition, Offset: -1, Timestamp: at}
-	d.inRecord = &d.punctRecord
-	d.lineage = lineage
-	d.lineageBytes = []byte(lineage)
-	if o := d.exec.Punctuate(tm, task, at, after, d); o.Kind == taskstate.Failed {
+	if o := d.st.exec.Punctuate(tm, task, at, after, d.em); o.Kind == taskstate.Failed {
 		d.e.log.Error("punctuation failed; its state changes and outputs are discarded, it runs again at its next interval",
 			"node", tm.Node.Name, "task", taskName(task.SubTopology, task.Partition), "at", at, "error", o.Err)
 	}

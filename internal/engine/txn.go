@@ -1,12 +1,12 @@
 package engine
 
 // The transaction driver: begin, commit with its deadline and retries,
-// the tally counted at commit, and failure: abort, rewind, drop the producer.
+// the tally counted at commit, and failure: notify, recover the producer
+// (failure.go), rewind.
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/kafka"
@@ -23,15 +23,8 @@ func (d *driver) begin() bool {
 			return false
 		}
 	}
-	if d.e.restorer.db != nil {
-		d.txn = d.e.restorer.db.Begin()
-		d.state.Begin(d.txn)
-		d.changesSent = 0
-		d.p.ResetTracked()
-	}
-	d.open = true
-	d.started = time.Now()
-	d.deadline.Reset(d.e.commits.size.interval)
+	d.st.begin(d.p)
+	d.iv.begin(d.e.commits.size.interval)
 	return true
 }
 
@@ -40,95 +33,48 @@ func (d *driver) begin() bool {
 func (d *driver) commit() {
 	start := time.Now()
 	began := d.e.cfg.Now()
-	if d.txn != nil {
-		if err := d.expireDedup(); err != nil {
+	if d.st.open() {
+		if err := d.st.expireDedup(); err != nil {
 			d.fail("expire", err)
 			return
 		}
-		d.sendChanges()
+		d.st.sendChanges(d.p)
 	}
-	commit := d.commitOffsets
-	if d.e.cfg.ExactlyOnce {
-		commit = d.commitTransaction
-	}
-	release, step, err := commit()
+	release, step, err := d.commitKafka()
 	defer release()
 	if err != nil {
 		d.fail(step, err)
 		return
 	}
-	if d.s.Metadata().GenerationID != d.gen {
+	if d.s.Metadata().GenerationID != d.tasks.gen {
 		d.claimsChanged()
 	}
-	d.notifyCommitted(commitInfo{offsets: d.offsets, tally: d.pending, records: d.records,
-		took: time.Since(start), age: time.Since(d.started)})
-	if d.txn != nil && !d.apply(began) {
+	d.notifyCommitted(commitInfo{offsets: d.iv.offsets, tally: d.iv.pending, records: d.iv.records,
+		took: time.Since(start), age: d.iv.age()})
+	if d.st.open() && !d.apply(began) {
 		return
 	}
 	d.reset()
 }
 
-// commitTransaction adds the offsets to the open transaction and commits
-// it, within one commit deadline. The member's next join is held off
-// until release is called (after the commit's observers and apply); on
-// failure, step names what failed.
-func (d *driver) commitTransaction() (release func(), step string, err error) {
-	e := d.e
-	release = func() {}
-	if err := d.p.Err(); err != nil {
-		e.m.commitFailures.add("produce", 1)
-		return release, "produce", err
+// commitKafka commits the transaction's outputs and offsets as the
+// delivery guarantee says (committer.go); a transaction's committed
+// offsets are positions the fence knows from then on.
+func (d *driver) commitKafka() (release func(), step string, err error) {
+	c := d.e.committer()
+	if !d.e.cfg.ExactlyOnce {
+		return c.offsets(d.p, d.s, d.iv.offsets)
 	}
-	if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
-		h()
+	proof := func(ctx context.Context) (map[string]map[int32]int64, error) {
+		return d.fence.proof(ctx, d.e.g, d.tasks.claims(), func(ctx context.Context, missing map[string][]int32) (map[string]map[int32]int64, error) {
+			return d.e.conn.admin.Positions(ctx, d.e.cfg.AppID, missing)
+		})
 	}
-	release = d.hold()
-	// One deadline for the whole commit: a coordinator that does not
-	// answer must not hold the replica (and its shutdown) for longer.
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
-	defer cancel()
-	// Every transaction proves the generation (fence.go): one opened by
-	// a wall-clock punctuator, which consumed nothing, with its tasks'
-	// positions unchanged.
-	offsets := d.offsets
-	if len(offsets) == 0 {
-		if offsets, err = d.proof(ctx); err != nil {
-			return release, "positions", err
-		}
+	release, step, err = c.transaction(d.p, d.s, d.iv.offsets, proof)
+	if err == nil {
+		d.fence.committed(d.iv.offsets)
 	}
-	if err := d.p.AddOffsets(ctx, offsets, d.s.Metadata()); err != nil {
-		return release, "add offsets", err
-	}
-	if h := e.cfg.Hooks.BeforeCommit; h != nil {
-		h()
-	}
-	if err := d.commitTxn(ctx); err != nil {
-		return release, "commit", err
-	}
-	d.fence.committed(d.offsets)
-	return release, "", nil
-}
-
-// commitOffsets ends an at-least-once interval: the outputs are flushed,
-// then the offsets committed, within one commit deadline.
-func (d *driver) commitOffsets() (release func(), step string, err error) {
-	e := d.e
-	release = func() {}
-	if h := e.cfg.Hooks.BeforeAddOffsets; h != nil {
-		h()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
-	defer cancel()
-	if err := d.p.Flush(ctx); err != nil {
-		return release, "flush", err
-	}
-	hold := d.hold()
-	err = d.p.CommitOffsets(ctx, d.offsets, d.s.Metadata())
-	hold()
-	if err != nil {
-		return release, "commit offsets", err
-	}
-	return release, "", nil
+	return release, step, err
 }
 
 // apply writes a committed transaction's state to the local store; false
@@ -141,7 +87,7 @@ func (d *driver) apply(began time.Time) bool {
 		d.failed = true // as if crashed: process nothing more
 		return false
 	}
-	if err := d.applyState(); err != nil {
+	if err := d.st.apply(d.p); err != nil {
 		// Kafka has the transaction; local state does not. The next
 		// session restores the tail from the changelog. The producer
 		// is created again first: its InitProducerId waits until the
@@ -153,61 +99,18 @@ func (d *driver) apply(began time.Time) bool {
 		e.rewind()
 		return false
 	}
-	d.txn = nil
-	d.state.Begin(nil)
-	d.keep.committed(e.restorer, began)
+	d.tasks.keep.committed(e.restorer, began)
 	return true
 }
 
 // discard drops the local state transaction and the interval.
 func (d *driver) discard() {
-	d.txn.Discard()
-	d.txn = nil
-	d.state.Begin(nil)
+	d.st.discard()
 	d.reset()
 }
 
-// hold waits, before offsets join a transaction, while the member joins
-// a new generation, at most half the commit timeout (so the transaction's
-// age stays below its timeout), and holds the member's next join off until
-// the release it returns is called (kafka.Session.Hold).
-func (d *driver) hold() (release func()) {
-	ctx, cancel := context.WithTimeout(context.Background(), d.e.cfg.Timeouts.Commit/2)
-	defer cancel()
-	return d.s.Hold(ctx)
-}
-
-// errUnknownOutcome marks an EndTxn whose outcome could not be learned.
-var errUnknownOutcome = errors.New("engine: transaction outcome unknown")
-
-// commitTxn commits, retrying a call that failed without making the
-// transaction abortable or the producer fatal (the outcome is unknown),
-// until ctx ends.
-func (d *driver) commitTxn(ctx context.Context) error {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = d.p.Commit(ctx); err == nil {
-			return nil
-		}
-		if errors.Is(err, kafka.ErrCallTimeout) {
-			return err
-		}
-		switch d.p.State() {
-		case kafka.TxnAbortable, kafka.TxnFatal, kafka.TxnReady:
-			return err
-		}
-		d.e.log.Warn("commit failed with unknown outcome; retrying", "attempt", attempt+1, "error", err)
-	}
-	return fmt.Errorf("%w: %v", errUnknownOutcome, err)
-}
-
 func (d *driver) reset() {
-	d.deadline.Stop()
-	d.open = false
-	d.records, d.bytes = 0, 0
-	clear(d.offsets)
-	clear(d.starts)
-	d.pending.clear()
+	d.iv.reset()
 	d.fence.reset()
 }
 
@@ -246,54 +149,24 @@ func (t tally) clear() {
 	clear(t.rejected)
 }
 
-// fail aborts the open transaction (or, when that is impossible, drops the
-// producer so it is created again with the same transactional id, which
-// aborts the transaction on the broker) and rewinds the session.
+// fail ends a failed transaction: its observers learn of it, the producer
+// recovers as the failure policy decides (failure.go), the state
+// transaction is discarded, and the session rewinds, or the replica stops
+// when the same input keeps failing (repeats).
 func (d *driver) fail(step string, err error) {
 	e := d.e
-	timedOut := errors.Is(err, kafka.ErrCallTimeout)
-	state := kafka.TxnReady
-	if e.cfg.ExactlyOnce && !timedOut {
-		// An abandoned producer is not asked: sarama's call still holds it.
-		state = d.p.State()
+	state := d.aborted(step, err)
+	rec := recoveryFor(e.cfg.ExactlyOnce, state, err)
+	if rec == recoverAbort {
+		rec = d.abort()
 	}
-	d.notifyAborted(abortInfo{step: step, err: err, state: state, timedOut: timedOut, age: time.Since(d.started)})
-	if timedOut {
-		e.log.Warn("transaction step timed out; dropping the producer and rewinding", "step", step, "deadline", e.cfg.Timeouts.Commit, "error", err)
-	} else {
-		e.log.Warn("transaction failed; rewinding", "step", step, "state", state, "error", err)
-	}
-	drop := errors.Is(err, errUnknownOutcome) || kafka.IsFenced(err) || timedOut
-	if e.cfg.ExactlyOnce && !drop {
-		switch state {
-		case kafka.TxnOpen, kafka.TxnAbortable:
-			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeouts.Commit)
-			aerr := d.p.Abort(ctx)
-			cancel()
-			if aerr != nil {
-				e.log.Warn("abort failed; recreating producer", "error", aerr)
-				drop = true
-			}
-		case kafka.TxnFatal, kafka.TxnUnknown:
-			drop = true
-		}
-	}
-	if !e.cfg.ExactlyOnce && !errors.Is(err, context.DeadlineExceeded) && !timedOut {
-		// An at-least-once producer with failed sends is reset by the rewind
-		// alone: the records are consumed again and sent again.
-		drop = false
-	}
-	if d.txn != nil {
-		d.txn.Discard()
-		d.txn = nil
-		d.state.Begin(nil)
-	}
-	if drop {
+	d.st.discard()
+	if rec == recoverDrop {
 		d.dropProducer()
 	} else {
 		d.p.Reset()
 	}
-	stop := e.commits.repeats.failed(d.starts, step, err)
+	stop := e.commits.repeats.failed(d.iv.starts, step, err)
 	d.reset()
 	d.failed = true
 	if stop != nil {
@@ -301,6 +174,35 @@ func (d *driver) fail(step string, err error) {
 		return
 	}
 	e.rewind()
+}
+
+// aborted tells the observers and the log of a failed transaction, and
+// returns the producer's transaction state.
+func (d *driver) aborted(step string, err error) kafka.TxnState {
+	e := d.e
+	a := abortInfo{step: step, err: err, state: kafka.TxnReady, timedOut: errors.Is(err, kafka.ErrCallTimeout), age: d.iv.age()}
+	if e.cfg.ExactlyOnce && !a.timedOut {
+		a.state = d.p.State() // an abandoned producer is not asked: sarama's call still holds it
+	}
+	d.notifyAborted(a)
+	if a.timedOut {
+		e.log.Warn("transaction step timed out; dropping the producer and rewinding", "step", step, "deadline", e.cfg.Timeouts.Commit, "error", err)
+	} else {
+		e.log.Warn("transaction failed; rewinding", "step", step, "state", a.state, "error", err)
+	}
+	return a.state
+}
+
+// abort aborts a failed transaction within the commit deadline: the
+// producer is reset after it, or dropped when the abort failed.
+func (d *driver) abort() recovery {
+	ctx, cancel := context.WithTimeout(context.Background(), d.e.cfg.Timeouts.Commit)
+	defer cancel()
+	if err := d.p.Abort(ctx); err != nil {
+		d.e.log.Warn("abort failed; recreating producer", "error", err)
+		return recoverDrop
+	}
+	return recoverReset
 }
 
 // dropProducer closes the producer; the engine creates a new one with the
