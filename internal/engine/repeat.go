@@ -29,8 +29,8 @@ type topicPartition struct {
 
 // repeats counts, per input partition, the failed transactions in a row
 // that began at the same offset. Failures the cluster may clear by itself
-// (a leader moving, a network error, fencing) are not counted: they are
-// not the input's doing.
+// (a leader moving, a network error, fencing, a transaction the producer
+// no longer has open) are not counted: they are not the input's doing.
 type repeats struct {
 	mu sync.Mutex
 	at map[topicPartition]repeat
@@ -45,7 +45,7 @@ type repeat struct {
 // partition, the offset of its first record) and returns ErrRepeatedFailure,
 // wrapped with the coordinates and err, once a partition reached the bound.
 func (r *repeats) failed(starts map[string]map[int32]int64, step string, err error) error {
-	if kafka.Retriable(err) || errors.Is(err, errUnknownOutcome) {
+	if kafka.Retriable(err) || errors.Is(err, errUnknownOutcome) || kafka.IsTxnNotReady(err) {
 		return nil
 	}
 	r.mu.Lock()
