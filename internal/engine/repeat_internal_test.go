@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/IBM/sarama"
+	"github.com/onceflow/onceflow/internal/kafka"
 )
 
 // Transactions that fail on the same input because the producer's
@@ -16,7 +16,7 @@ import (
 func TestRepeatsIgnoreATransactionNotOpen(t *testing.T) {
 	starts := map[string]map[int32]int64{"in": {0: 42}}
 	var r repeats
-	notReady := fmt.Errorf("kafka: produce to out/5: %w", sarama.ErrTransactionNotReady)
+	notReady := fmt.Errorf("kafka: produce to out/5: %w", kafka.ErrTxnNotReady)
 	for i := range 2 * RepeatBound {
 		if err := r.failed(starts, "produce", notReady); err != nil {
 			t.Fatalf("failure %d (transaction not open) stopped the replica: %v", i+1, err)

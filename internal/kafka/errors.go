@@ -119,10 +119,13 @@ func coordinatorMoved(err sarama.KError) bool {
 	return err == sarama.ErrNotCoordinatorForConsumer || err == sarama.ErrConsumerCoordinatorNotAvailable
 }
 
-// IsTxnNotReady reports whether err is sarama's refusal to send a record
-// while its transaction is not open (aborting after a failure elsewhere,
-// or a partition the coordinator did not add): the transaction's state,
-// never the record's doing.
+// ErrTxnNotReady is sarama's refusal to send a record while its
+// transaction is not open (aborting after a failure elsewhere, or a
+// partition the coordinator did not add): the transaction's state, never
+// the record's doing.
+var ErrTxnNotReady = sarama.ErrTransactionNotReady
+
+// IsTxnNotReady reports whether err is ErrTxnNotReady.
 func IsTxnNotReady(err error) bool {
-	return errors.Is(err, sarama.ErrTransactionNotReady)
+	return errors.Is(err, ErrTxnNotReady)
 }
