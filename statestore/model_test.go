@@ -262,3 +262,87 @@ func checkCommitted(t *testing.T, where string, db *DB, tasks []Task, m modelSta
 		tx.Discard()
 	}
 }
+
+// TestDedupLookupFollowsWritesDuringATxn keeps one Txn open for many
+// lookups while restores, wipes and other Txns (applied or discarded)
+// change another task's dedup store in random order: every lookup the
+// open Txn makes of that task (through the iterator it keeps) must see
+// the committed state of the moment, and its own staged writes of its
+// own task must survive to its Apply.
+func TestDedupLookupFollowsWritesDuringATxn(t *testing.T) {
+	for _, cache := range []int{-1, 0} {
+		for seed := range uint64(4) {
+			t.Run(fmt.Sprintf("cache%d/seed%d", cache, seed), func(t *testing.T) {
+				db := openT(t, "", Options{DedupStores: []string{"ids"}, ReadCacheEntries: cache})
+				rng := rand.New(rand.NewPCG(seed, 7))
+				base := int64(1_700_000_000_000)
+				entry := func(ms int64) DedupEntry { return DedupEntry{FirstSeen: time.UnixMilli(ms), Source: "in/0/1"} }
+				other := map[string]int64{} // task1's committed ids
+				own := map[string]int64{}   // task0's ids staged by tx
+				tx := db.Begin()
+				offset := int64(0)
+				for step := range 400 {
+					k := "k" + strconv.Itoa(rng.IntN(10))
+					switch rng.IntN(6) {
+					case 0:
+						ms := base + int64(rng.IntN(50))
+						offset++
+						if err := db.Restore("ids", task1, []Change{{Key: []byte(k), Value: EncodeDedup(entry(ms))}}, offset); err != nil {
+							t.Fatal(err)
+						}
+						other[k] = ms
+					case 1:
+						if rng.IntN(4) == 0 {
+							if err := db.Wipe("ids", task1); err != nil {
+								t.Fatal(err)
+							}
+							clear(other)
+						}
+					case 2:
+						o := db.Begin()
+						ms := base + int64(rng.IntN(50))
+						del := rng.IntN(3) == 0
+						if del {
+							if err := o.Delete("ids", task1, []byte(k)); err != nil {
+								t.Fatal(err)
+							}
+						} else if err := o.PutDedup("ids", task1, []byte(k), entry(ms)); err != nil {
+							t.Fatal(err)
+						}
+						if rng.IntN(4) == 0 {
+							o.Discard()
+							break
+						}
+						offset++
+						mustApply(t, o, map[StoreTask]int64{{"ids", task1}: offset})
+						if del {
+							delete(other, k)
+						} else {
+							other[k] = ms
+						}
+					case 3:
+						ms := base + int64(rng.IntN(50))
+						if err := tx.PutDedup("ids", task0, []byte(k), entry(ms)); err != nil {
+							t.Fatal(err)
+						}
+						own[k] = ms
+					default:
+						tk, want := task1, other
+						if rng.IntN(3) == 0 {
+							tk, want = task0, own
+						}
+						e, ok, err := tx.GetDedup("ids", tk, []byte(k))
+						ms, wantOK := want[k]
+						if err != nil || ok != wantOK || (ok && e.FirstSeen.UnixMilli() != ms) {
+							t.Fatalf("step %d: GetDedup(%s, %s) = %d %v %v, want %d %v", step, tk, k, e.FirstSeen.UnixMilli(), ok, err, ms, wantOK)
+						}
+					}
+				}
+				offset++
+				mustApply(t, tx, map[StoreTask]int64{{"ids", task0}: offset})
+				checkCommitted(t, "after the long Txn", db, []Task{task0, task1},
+					modelState{plain: map[Task]map[string]string{task0: {}, task1: {}}, dedup: map[Task]map[string]int64{task0: own, task1: other}})
+			})
+		}
+	}
+}
