@@ -32,7 +32,7 @@ test-long:
 # go.mod. It stays out of our go.mod, where a `tool` directive would add its
 # dependencies to the requirements every user of the library resolves. Its
 # checks are listed, with reasons, in staticcheck.conf. The import rules
-# (which layer may import which) are a test, internal/archtest. The kafka
+# (which layer may import which) are a test, internal/testrig/archtest. The kafka
 # build tag brings the real-Kafka tests into vet and staticcheck, the chaos
 # tag the allstages chaos test (cmd/onceflow/internal/chaos, run with -tags chaos), the
 # long tag the tests of `make test-long`, the registry and confluent tags

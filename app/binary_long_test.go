@@ -21,8 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/embedded"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/embedded"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 )
 
 // stopBound is the processor's stop bound with the default timeouts (see

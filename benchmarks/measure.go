@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/clientcfg"
+	"github.com/onceflow/onceflow/internal/tooling/clientcfg"
 )
 
 // committed returns how many records of topic the group has committed

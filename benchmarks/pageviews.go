@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/examples/pageviews"
-	"github.com/onceflow/onceflow/internal/gen"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
 	"github.com/onceflow/onceflow/topology"
 )
 

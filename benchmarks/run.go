@@ -23,8 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/clientcfg"
-	"github.com/onceflow/onceflow/internal/embedded"
+	"github.com/onceflow/onceflow/internal/tooling/clientcfg"
+	"github.com/onceflow/onceflow/internal/tooling/embedded"
 	"github.com/onceflow/onceflow/processor"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/receiver"
+	"github.com/onceflow/onceflow/internal/tooling/receiver"
 	"github.com/onceflow/onceflow/processor"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"

@@ -10,7 +10,7 @@ import (
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/examples/orders"
-	"github.com/onceflow/onceflow/internal/gen"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
 	"github.com/onceflow/onceflow/topology"
 )
 

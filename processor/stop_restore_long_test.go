@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 	"github.com/onceflow/onceflow/processor"
 )
 

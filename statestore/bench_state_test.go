@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/gen"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
 )
 
 // benchEvent is one orders event as the state work of the orders topology

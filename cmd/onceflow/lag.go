@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 )
 
 // LagCmd is `onceflow lag`.

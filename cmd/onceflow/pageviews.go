@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/examples/pageviews"
-	"github.com/onceflow/onceflow/internal/gen"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 )
 
 // RunPageviewsCmd is `onceflow run pageviews`.

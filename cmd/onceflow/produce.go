@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	kit "github.com/onceflow/onceflow/internal/cli"
-	"github.com/onceflow/onceflow/internal/gen"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
 )
 
 // ProduceCmd is `onceflow produce`.

@@ -5,7 +5,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/receiver"
+	"github.com/onceflow/onceflow/internal/tooling/receiver"
 )
 
 // ReceiverCmd is `onceflow receiver`.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/tooling/sinkadmin"
 )
 
 // SinksCmd is `onceflow sinks`.

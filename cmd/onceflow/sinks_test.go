@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/embedded"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/embedded"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/sinks"
 )

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/cmd/onceflow/internal/topics"
-	"github.com/onceflow/onceflow/internal/embedded"
+	"github.com/onceflow/onceflow/internal/tooling/embedded"
 	"github.com/onceflow/onceflow/internal/wire"
 )
 

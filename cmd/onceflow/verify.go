@@ -8,8 +8,8 @@ import (
 	"time"
 
 	kit "github.com/onceflow/onceflow/internal/cli"
-	"github.com/onceflow/onceflow/internal/gen"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 )
 
 // VerifyCmd is `onceflow verify`.

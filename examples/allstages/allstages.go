@@ -23,7 +23,7 @@
 //	            └─ counted → <prefix>-windows             (one WindowResult per closed window)
 //
 // Every stateful stage and store is named. The truth of an input is
-// computed by internal/gen (PlanAllStages, SimulateAllStages).
+// computed by internal/tooling/gen (PlanAllStages, SimulateAllStages).
 package allstages
 
 import (

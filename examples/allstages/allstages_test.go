@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/examples/allstages"
-	"github.com/onceflow/onceflow/internal/gen"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
 	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"

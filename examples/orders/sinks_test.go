@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/examples/orders"
-	"github.com/onceflow/onceflow/internal/receiver"
+	"github.com/onceflow/onceflow/internal/tooling/receiver"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/sinks/httpsink"

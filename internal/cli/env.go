@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/clientcfg"
+	"github.com/onceflow/onceflow/internal/tooling/clientcfg"
 	"github.com/onceflow/onceflow/internal/version"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/graph"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 	"github.com/onceflow/onceflow/topology"
 )
 

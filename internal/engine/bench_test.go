@@ -9,9 +9,9 @@ import (
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/examples/orders"
 	"github.com/onceflow/onceflow/internal/engine"
-	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/gen"
 	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
 )
 
 // BenchmarkCopy measures one replica copying pre-produced records on the

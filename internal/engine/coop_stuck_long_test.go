@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
-	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 )
 
 // A replica's driver is stuck in a commit (held by a hook, at the step

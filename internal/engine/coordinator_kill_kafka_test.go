@@ -11,7 +11,7 @@ import (
 	"time"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
-	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 )
 
 // On a three-broker cluster, the broker that is the transaction coordinator

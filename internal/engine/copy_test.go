@@ -8,8 +8,8 @@ import (
 	"time"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
-	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )

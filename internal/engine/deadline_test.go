@@ -15,8 +15,8 @@ import (
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/internal/engine"
-	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/testproxy"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/testproxy"
 )
 
 // commitDeadline is the commit timeout of these tests: far below the test

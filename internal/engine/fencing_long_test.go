@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
-	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/testproxy"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/testproxy"
 )
 
 // A replica stalls with a batch in hand, before its transaction begins,

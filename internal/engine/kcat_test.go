@@ -9,7 +9,7 @@ import (
 	"time"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
-	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 )
 
 // kcat (librdkafka), a client no one here wrote, reads the output

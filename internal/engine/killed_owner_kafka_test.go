@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 )
 
 // A replica is killed with a transaction open while input flows; its task

@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
-	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 )
 
 // Another producer initialises the replica's transactional id: the replica

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
-	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 )
 
 // Replicas join and leave while records flow: every input has exactly one

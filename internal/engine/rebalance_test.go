@@ -3,7 +3,7 @@ package engine_test
 import (
 	"time"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 )
 
 // loader writes records in chunks until stopped and reports how many.

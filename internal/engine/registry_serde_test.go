@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/serde/registry"

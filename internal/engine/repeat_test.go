@@ -17,7 +17,7 @@ import (
 
 	copyex "github.com/onceflow/onceflow/examples/copy"
 	"github.com/onceflow/onceflow/internal/engine"
-	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 )
 
 // Every produce to one output partition fails with an error that is not

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/engine"
-	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 )
 
 // An ordinary first rebalance (two replicas starting together, a third

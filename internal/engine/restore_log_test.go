@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/engine"
-	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 )
 
 // logBuffer captures a replica's log lines.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )

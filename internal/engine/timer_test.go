@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/engine"
-	"github.com/onceflow/onceflow/internal/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )

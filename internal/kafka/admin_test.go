@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/embedded"
+	"github.com/onceflow/onceflow/internal/tooling/embedded"
 )
 
 // Topic configs are read as the broker applies them: a topic's own

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/embedded"
+	"github.com/onceflow/onceflow/internal/tooling/embedded"
 )
 
 // idle is a Handler that holds its sessions and processes nothing.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/embedded"
+	"github.com/onceflow/onceflow/internal/tooling/embedded"
 )
 
 // A member of an earlier release (sarama's sticky assignor only) joins a

@@ -27,7 +27,7 @@ type Client struct {
 	SASL     SASL
 	// Dial, when set, opens every connection of the engine's clients
 	// (group, producer, admin, changelog reader) in place of a plain TCP
-	// dial: a tunnel, or a proxy that injects faults (internal/testproxy,
+	// dial: a tunnel, or a proxy that injects faults (internal/testrig/testproxy,
 	// onceflow chaos). Default nil: TCP.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }

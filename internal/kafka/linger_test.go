@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/onceflow/onceflow/internal/embedded"
-	"github.com/onceflow/onceflow/internal/testproxy"
+	"github.com/onceflow/onceflow/internal/testrig/testproxy"
+	"github.com/onceflow/onceflow/internal/tooling/embedded"
 )
 
 // A transactional producer gathers records for transactionalLinger

@@ -3,7 +3,7 @@ package kafka
 // The replica's client security: which SASL mechanisms it speaks, how a
 // configuration is checked, the franz-go options of the changelog reader,
 // and which errors are refusals. The tooling clients have their own
-// (internal/clientcfg): they check the engine from the outside and share
+// (internal/tooling/clientcfg): they check the engine from the outside and share
 // none of its code paths.
 
 import (

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/embedded"
+	"github.com/onceflow/onceflow/internal/tooling/embedded"
 )
 
 // testBrokers is ONCEFLOW_KAFKA_BROKERS when set (real Kafka), else an

@@ -10,10 +10,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
-	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
+	"github.com/onceflow/onceflow/internal/tooling/sinkadmin"
 	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"

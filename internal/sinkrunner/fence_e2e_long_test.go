@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/testproxy"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/testproxy"
 )
 
 // End to end on the embedded broker: a runner whose heartbeats stop

@@ -9,11 +9,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
-	"github.com/onceflow/onceflow/internal/testproxy"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/testproxy"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"

@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/testproxy"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/testproxy"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/sinks/pgsink"
 )

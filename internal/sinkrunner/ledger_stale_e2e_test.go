@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
-	"github.com/onceflow/onceflow/internal/testproxy"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
+	"github.com/onceflow/onceflow/internal/testrig/testproxy"
 )
 
 // End to end on the embedded broker: runner a's in-flight mark of the

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/kafka"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 )
 
 // Two runners write one ledger partition: a records its fence and marks

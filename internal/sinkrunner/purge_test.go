@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"

@@ -10,9 +10,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/sinks"
 	"github.com/onceflow/onceflow/topology"

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 )
 
 // A queued success write fails while the key's next delivery, to a sink

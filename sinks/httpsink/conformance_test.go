@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/onceflow/onceflow/internal/receiver"
+	"github.com/onceflow/onceflow/internal/tooling/receiver"
 	"github.com/onceflow/onceflow/sinks/httpsink"
 	"github.com/onceflow/onceflow/sinks/sinktest"
 )

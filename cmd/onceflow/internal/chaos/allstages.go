@@ -10,10 +10,10 @@ import (
 
 	"github.com/onceflow/onceflow/cmd/onceflow/internal/replicas"
 	"github.com/onceflow/onceflow/examples/allstages"
-	"github.com/onceflow/onceflow/internal/gen"
-	"github.com/onceflow/onceflow/internal/receiver"
-	"github.com/onceflow/onceflow/internal/sinkadmin"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
+	"github.com/onceflow/onceflow/internal/tooling/receiver"
+	"github.com/onceflow/onceflow/internal/tooling/sinkadmin"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 )
 
 // The topologies a run can drive.

@@ -17,10 +17,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/cmd/onceflow/internal/replicas"
-	"github.com/onceflow/onceflow/internal/embedded"
-	"github.com/onceflow/onceflow/internal/gen"
-	"github.com/onceflow/onceflow/internal/sinkadmin"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/embedded"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
+	"github.com/onceflow/onceflow/internal/tooling/sinkadmin"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 )
 
 // Config configures a chaos run. Exactly one of Brokers, ClusterDir and

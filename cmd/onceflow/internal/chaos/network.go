@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/onceflow/onceflow/internal/testproxy"
+	"github.com/onceflow/onceflow/internal/testrig/testproxy"
 )
 
 // The modes of a network fault between one replica and one broker.

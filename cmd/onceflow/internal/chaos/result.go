@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/onceflow/onceflow/internal/receiver"
-	"github.com/onceflow/onceflow/internal/sinkadmin"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/receiver"
+	"github.com/onceflow/onceflow/internal/tooling/sinkadmin"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 )
 
 // Result is what a chaos run reports. JSON names are a contract.

@@ -8,10 +8,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/onceflow/onceflow/internal/gen"
-	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
+	"github.com/onceflow/onceflow/internal/tooling/sinkadmin"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 	"github.com/onceflow/onceflow/internal/wire"
 )
 

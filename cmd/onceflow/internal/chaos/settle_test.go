@@ -6,8 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/onceflow/onceflow/internal/sinkadmin"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/sinkadmin"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 )
 
 // A key is commanded again only once the runners' group has read past

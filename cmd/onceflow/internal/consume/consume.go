@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/clientcfg"
+	"github.com/onceflow/onceflow/internal/tooling/clientcfg"
 	"github.com/onceflow/onceflow/internal/wire"
 )
 

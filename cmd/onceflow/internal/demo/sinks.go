@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceflow/onceflow/examples/orders"
-	"github.com/onceflow/onceflow/internal/receiver"
+	"github.com/onceflow/onceflow/internal/tooling/receiver"
 )
 
 // pgProbeTimeout bounds the check that PostgreSQL is reachable.

@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/clientcfg"
 	"github.com/onceflow/onceflow/internal/kafka"
+	"github.com/onceflow/onceflow/internal/tooling/clientcfg"
 )
 
 // ErrNoGroup is wrapped by Describe's error for a group that has neither

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/cmd/onceflow/internal/groups"
-	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"
 )

@@ -15,10 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/cmd/onceflow/internal/reset"
-	"github.com/onceflow/onceflow/internal/enginetest"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/statedir"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 	"github.com/onceflow/onceflow/processor"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/cmd/onceflow/internal/reset"
-	"github.com/onceflow/onceflow/internal/enginetest"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/testrig/enginetest"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 	"github.com/onceflow/onceflow/processor"
 	"github.com/onceflow/onceflow/serde"
 	"github.com/onceflow/onceflow/topology"

@@ -25,9 +25,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/clientcfg"
 	"github.com/onceflow/onceflow/internal/graph"
 	"github.com/onceflow/onceflow/internal/statedir"
+	"github.com/onceflow/onceflow/internal/tooling/clientcfg"
 )
 
 // ErrActive is wrapped by Run's error when one of the application's

@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 )
 
 // runCLI is the engine core's scenario:

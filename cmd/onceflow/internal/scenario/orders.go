@@ -10,8 +10,8 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/gen"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 )
 
 // runOrders is the state scenario: order events (10% duplicates, 1%

@@ -8,8 +8,8 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/onceflow/onceflow/internal/gen"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/gen"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 	"github.com/onceflow/onceflow/internal/wire"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/onceflow/onceflow/cmd/onceflow/internal/replicas"
-	"github.com/onceflow/onceflow/internal/embedded"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/embedded"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 )
 
 // ErrCheckFailed is returned when a scenario ran to its end and one of its

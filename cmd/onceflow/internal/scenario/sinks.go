@@ -15,10 +15,10 @@ import (
 
 	"github.com/onceflow/onceflow/cmd/onceflow/internal/replicas"
 	"github.com/onceflow/onceflow/examples/orders"
-	"github.com/onceflow/onceflow/internal/receiver"
-	"github.com/onceflow/onceflow/internal/sinkadmin"
 	"github.com/onceflow/onceflow/internal/sinkrunner"
-	"github.com/onceflow/onceflow/internal/verify"
+	"github.com/onceflow/onceflow/internal/tooling/receiver"
+	"github.com/onceflow/onceflow/internal/tooling/sinkadmin"
+	"github.com/onceflow/onceflow/internal/tooling/verify"
 	"github.com/onceflow/onceflow/sinks/pgsink"
 )
 

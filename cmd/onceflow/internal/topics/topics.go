@@ -1,6 +1,6 @@
 // Package topics creates, lists and describes Kafka topics for
 // `onceflow topics`. It speaks to the cluster with franz-go's admin client,
-// like the rest of the tooling (internal/verify, internal/gen).
+// like the rest of the tooling (internal/tooling/verify, internal/tooling/gen).
 package topics
 
 import (
@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/onceflow/onceflow/internal/clientcfg"
+	"github.com/onceflow/onceflow/internal/tooling/clientcfg"
 )
 
 // ErrNotFound is wrapped by Describe's error for a topic that does not

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/onceflow/onceflow/cmd/onceflow/internal/topics"
-	"github.com/onceflow/onceflow/internal/embedded"
+	"github.com/onceflow/onceflow/internal/tooling/embedded"
 )
 
 // A broker's metadata may lag the controller's answer to a create: the
