@@ -38,25 +38,10 @@ func (l *ledgerReads) OnFetchBatchRead(_ kgo.BrokerMetadata, topic string, _ int
 // partition, with its payload. A batch with one delivery refused writes
 // nothing.
 func TestBatchReadsTheLedgerOnce(t *testing.T) {
-	b, err := embedded.Start(embedded.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	brokers := b.Addrs()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	brokers, cl := sinkTopics(t, ctx, "bulk")
 	const outbox, ledger, dlq = "bulk-sink-hook", "bulk-sink-hook-ledger-changelog", "bulk-sink-hook-dlq"
-	for _, topic := range []string{outbox, ledger, dlq} {
-		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, -1, nil, topic); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// 200 deliveries: 60 parked as unknown, 20 dead-lettered, the rest
 	// succeeded.
 	var recs []*kgo.Record
@@ -96,7 +81,7 @@ func TestBatchReadsTheLedgerOnce(t *testing.T) {
 	}
 
 	// Refused whole: a settled key among parked ones, a key never seen.
-	_, err = ResolveKeys(ctx, brokers, "bulk", "hook", []string{"hook:k001", "hook:k100", "hook:k002"}, wire.SinkResolveRetry, hooked)
+	_, err := ResolveKeys(ctx, brokers, "bulk", "hook", []string{"hook:k001", "hook:k100", "hook:k002"}, wire.SinkResolveRetry, hooked)
 	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "hook:k100 is succeeded") {
 		t.Errorf("resolve with a settled key: %v, want ErrState naming hook:k100", err)
 	}
@@ -159,4 +144,27 @@ func TestBatchReadsTheLedgerOnce(t *testing.T) {
 			t.Errorf("command %+v: outbox record %+v", c, r)
 		}
 	}
+}
+
+// sinkTopics starts an embedded broker with the outbox, ledger and
+// dead-letter topics of app's sink "hook" (3 partitions each) and returns
+// its addresses and a client that writes to the partition a record names.
+func sinkTopics(t *testing.T, ctx context.Context, app string) ([]string, *kgo.Client) {
+	t.Helper()
+	b, err := embedded.Start(embedded.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	for _, topic := range []string{app + "-sink-hook", app + "-sink-hook-ledger-changelog", app + "-sink-hook-dlq"} {
+		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, -1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.Addrs(), cl
 }

@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/sinkrunner"
-	"github.com/onceflow/onceflow/internal/tooling/embedded"
 	"github.com/onceflow/onceflow/internal/wire"
 	"github.com/onceflow/onceflow/sinks"
 )
@@ -20,25 +18,10 @@ import (
 // records holds what whole reads of both topics give, reads each ledger
 // record once, and writes its batch commands from what it holds.
 func TestViewReadsOnlyWhatIsNew(t *testing.T) {
-	b, err := embedded.Start(embedded.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	brokers := b.Addrs()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	brokers, cl := sinkTopics(t, ctx, "v")
 	const outbox, ledger, dlq = "v-sink-hook", "v-sink-hook-ledger-changelog", "v-sink-hook-dlq"
-	for _, topic := range []string{outbox, ledger, dlq} {
-		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, -1, nil, topic); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// wave writes an entry in state s for keys [from, to), a dead letter
 	// for each dead-lettered one.
 	wave := func(from, to int, s sinkrunner.State) {
